@@ -1,0 +1,81 @@
+package blockdev
+
+import (
+	"github.com/blksim/blksim/sim"
+)
+
+// Op is the direction of a bio or request.
+type Op uint8
+
+// Operations.
+const (
+	OpRead Op = iota
+	OpWrite
+)
+
+// String returns "read" or "write".
+func (o Op) String() string {
+	if o == OpWrite {
+		return "write"
+	}
+	return "read"
+}
+
+// BioEnder receives a bio's completion. EndBio runs on the engine goroutine
+// (from a handler, never inside Submit); b.Err is nil or the errno error.
+type BioEnder interface {
+	EndBio(b *Bio)
+}
+
+// Bio is one block IO as a filesystem submits it: a direction, a start
+// sector and a length in bytes (a multiple of SectorSize). A write carries
+// the Stamp its sectors get; a read receives the stamps it found in Data.
+//
+// Bios are owned by the submitter until End is called; the queue may split
+// a bio into pieces that complete the parent when all are done.
+type Bio struct {
+	Op     Op
+	Sector int64
+	Bytes  int64
+	// Stamp is stored on every sector of a write.
+	Stamp Stamp
+	// Data receives the stamps a read found (appended, in sector order)
+	// when CollectData is set.
+	Data        []StampRun
+	CollectData bool
+	// Err is set before End runs if the IO failed.
+	Err error
+	// End is told when the bio completes; Private is for its use.
+	End     BioEnder
+	Private any
+	// Submitted is the time the bio entered the queue.
+	Submitted sim.Time
+
+	parent    *Bio
+	remaining int
+}
+
+// Sectors returns the bio's length in sectors.
+func (b *Bio) Sectors() int64 { return b.Bytes / SectorSize }
+
+// Reset clears b for reuse, keeping Data's capacity.
+func (b *Bio) Reset() {
+	data := b.Data[:0]
+	*b = Bio{Data: data}
+}
+
+// Request is what the queue dispatches to a device: a contiguous range in
+// one direction, built from one or more bios (or pieces of a split bio).
+type Request struct {
+	Op      Op
+	Sector  int64
+	Bytes   int64
+	Bios    []*Bio
+	Tag     int
+	Queued  sim.Time
+	Started sim.Time
+	Err     error
+}
+
+// Sectors returns the request's length in sectors.
+func (r *Request) Sectors() int64 { return r.Bytes / SectorSize }

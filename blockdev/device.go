@@ -1,0 +1,66 @@
+package blockdev
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Errors a device or the queue reports. They wrap kernel errnos so that
+// errors.Is(err, syscall.EIO) and friends hold.
+var (
+	// ErrIO is a failed device IO (EIO).
+	ErrIO = ioError{syscall.EIO}
+	// ErrOutOfRange is an IO beyond the device's capacity (EIO, as the
+	// kernel fails such bios).
+	ErrOutOfRange = errors.Join(errors.New("blockdev: IO beyond end of device"), syscall.EIO)
+)
+
+type ioError struct{ errno syscall.Errno }
+
+func (e ioError) Error() string        { return "blockdev: " + e.errno.Error() }
+func (e ioError) Is(target error) bool { return target == e.errno }
+
+// Limits are a device's queue limits, as in /sys/block/<dev>/queue.
+type Limits struct {
+	// LogicalBlockSize is the smallest addressable unit in bytes (512 or
+	// 4096); direct IO must be aligned to it.
+	LogicalBlockSize int
+	// MaxHWSectorsKB is the largest request the device accepts, in KiB.
+	MaxHWSectorsKB int
+	// QueueDepth is the number of requests the device holds at once (tags).
+	QueueDepth int
+}
+
+// Completer is told by a device when a request has finished.
+type Completer interface {
+	CompleteRequest(r *Request)
+}
+
+// Device is a block device model or backend.
+//
+// Contract:
+//   - Submit is called on the engine goroutine with a request that lies
+//     within Capacity, is aligned to LogicalBlockSize and no larger than
+//     MaxHWSectorsKB, and while fewer than QueueDepth requests are
+//     outstanding. The device owns the request until it completes it.
+//   - The device completes every request exactly once, by calling the
+//     Completer given to Attach from an engine event at or after the time
+//     of Submit, never from inside Submit. A failed request has Err set;
+//     partial completion is not reported: a request succeeds or fails whole.
+//   - A completed write's stamps are visible to every read submitted after
+//     the write completed. Reads and writes in flight together may see
+//     either version of overlapping sectors.
+//   - The device retains only stamps, not payload bytes, and nothing that
+//     was not written to it.
+type Device interface {
+	// Name is the kernel-style device name, e.g. "nvme0n1".
+	Name() string
+	// Capacity is the size in bytes.
+	Capacity() int64
+	// Limits are the device's queue limits.
+	Limits() Limits
+	// Attach sets the completer; it is called once before any Submit.
+	Attach(c Completer)
+	// Submit starts a request.
+	Submit(r *Request)
+}

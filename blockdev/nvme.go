@@ -1,0 +1,272 @@
+package blockdev
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/blksim/blksim/sim"
+)
+
+// NVMeParams describe an NVMe SSD model: NAND dies behind channels, a DRAM
+// write buffer and a host link. Bandwidths are decimal MB/s.
+type NVMeParams struct {
+	Name             string
+	Capacity         int64
+	LogicalBlockSize int
+	MaxHWSectorsKB   int
+	QueueDepth       int
+
+	// Channels and DiesPerChannel give the NAND parallelism.
+	Channels       int
+	DiesPerChannel int
+	// PageSize is the NAND page (the read unit); Planes pages are
+	// programmed together, so a program writes PageSize*Planes bytes.
+	PageSize int64
+	Planes   int
+	// ReadTime is the array read time (tR) of one page; ProgramTime the
+	// program time (tPROG) of one multi-plane program.
+	ReadTime    time.Duration
+	ProgramTime time.Duration
+	// ChannelMBps is the NAND bus rate per channel (data moves between a
+	// die and the controller at this rate while the die is busy).
+	ChannelMBps float64
+	// HostMBps is the host link rate (PCIe), shared by all transfers.
+	HostMBps float64
+	// ReadOverhead and WriteOverhead are the controller's per-command
+	// latencies before the media or buffer is touched.
+	ReadOverhead  time.Duration
+	WriteOverhead time.Duration
+	// WriteBuffer is the DRAM write cache: a write completes once its data
+	// is in the buffer; buffered data is programmed to the dies in
+	// program-size units, and its space is freed when the program ends.
+	// Writes wait for space when it is full.
+	WriteBuffer int64
+	// ProgramQueue caps the programs the controller keeps issued to one
+	// die (a die gets its next program only when it has fewer), so reads
+	// wait behind at most that many programs; 0 means no cap: buffered
+	// data is issued as soon as a program unit is full.
+	ProgramQueue int
+}
+
+// Validate checks that the parameters describe a working device.
+func (p *NVMeParams) Validate() error {
+	switch {
+	case p.Capacity <= 0:
+		return fmt.Errorf("capacity must be positive")
+	case p.LogicalBlockSize != 512 && p.LogicalBlockSize != 4096:
+		return fmt.Errorf("logical_block_size must be 512 or 4096, not %d", p.LogicalBlockSize)
+	case p.Capacity%int64(p.LogicalBlockSize) != 0:
+		return fmt.Errorf("capacity %d is not a multiple of the logical block size", p.Capacity)
+	case p.MaxHWSectorsKB <= 0 || int64(p.MaxHWSectorsKB)*1024%int64(p.LogicalBlockSize) != 0:
+		return fmt.Errorf("max_hw_sectors_kb must be a positive multiple of the logical block size")
+	case p.QueueDepth <= 0:
+		return fmt.Errorf("queue_depth must be positive")
+	case p.Channels <= 0 || p.DiesPerChannel <= 0:
+		return fmt.Errorf("channels and dies_per_channel must be positive")
+	case p.PageSize <= 0 || p.PageSize%SectorSize != 0:
+		return fmt.Errorf("page_size must be a positive multiple of 512")
+	case p.Planes <= 0:
+		return fmt.Errorf("planes must be positive")
+	case p.ReadTime < 0 || p.ProgramTime < 0 || p.ReadOverhead < 0 || p.WriteOverhead < 0:
+		return fmt.Errorf("times must not be negative")
+	case p.ChannelMBps <= 0 || p.HostMBps <= 0:
+		return fmt.Errorf("channel_mbps and host_mbps must be positive")
+	case p.WriteBuffer < int64(p.MaxHWSectorsKB)*1024 || p.WriteBuffer < p.PageSize*int64(p.Planes):
+		return fmt.Errorf("write_buffer must hold at least one maximal request and one program unit")
+	case p.ProgramQueue < 0:
+		return fmt.Errorf("program_queue must not be negative")
+	}
+	return nil
+}
+
+// event phases of an NVMe request, in the low bits of the event argument.
+const (
+	nvmeArrive = iota
+	nvmeMediaDone
+	nvmeComplete
+	nvmeProgramDone
+	nvmePhaseBits = 2
+)
+
+// NVMe is a parametric NVMe SSD. Each die serves its work in arrival order
+// (a read that arrives behind a program waits for it: the model has no
+// program suspend); reads touch the die of each NAND page they cover
+// (pages are striped across dies); writes are absorbed by the write buffer
+// and programmed later, one program-size unit at a time, round-robin over
+// the dies (respecting ProgramQueue). The host link is one FIFO
+// server.
+type NVMe struct {
+	e     *sim.Engine
+	p     NVMeParams
+	c     Completer
+	store *StampMap
+	slots slotTable
+
+	dies     []sim.Time // time each die becomes free
+	progs    []int      // programs issued to each die and not yet ended
+	linkFree sim.Time
+	nextDie  int
+	unit     int64
+
+	bufUsed    int64    // bytes held in the buffer (admitted, not yet programmed)
+	bufPending int64    // admitted bytes not yet handed to a program
+	bufReady   sim.Time // when the last admitted data is in the buffer
+	admitq     []int    // slots of writes waiting for buffer space
+
+	// Programs counts multi-plane programs issued.
+	Programs uint64
+}
+
+// NewNVMe returns an NVMe model after validating p.
+func NewNVMe(e *sim.Engine, p NVMeParams) (*NVMe, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		p.Name = "nvme0n1"
+	}
+	return &NVMe{
+		progs: make([]int, p.Channels*p.DiesPerChannel),
+		e:     e,
+		p:     p,
+		store: NewStampMap(),
+		dies:  make([]sim.Time, p.Channels*p.DiesPerChannel),
+		unit:  p.PageSize * int64(p.Planes),
+	}, nil
+}
+
+// Name returns the device name.
+func (d *NVMe) Name() string { return d.p.Name }
+
+// Capacity returns the size in bytes.
+func (d *NVMe) Capacity() int64 { return d.p.Capacity }
+
+// Limits returns the device's limits.
+func (d *NVMe) Limits() Limits {
+	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth}
+}
+
+// Attach sets the completer.
+func (d *NVMe) Attach(c Completer) { d.c = c }
+
+// Stamps returns the device's stamp store.
+func (d *NVMe) Stamps() *StampMap { return d.store }
+
+// Params returns the model's parameters.
+func (d *NVMe) Params() NVMeParams { return d.p }
+
+// Submit accepts r; the command overhead runs first.
+func (d *NVMe) Submit(r *Request) {
+	slot := uint64(d.slots.put(r))
+	ov := d.p.ReadOverhead
+	if r.Op == OpWrite {
+		ov = d.p.WriteOverhead
+	}
+	d.e.After(ov, d, slot<<nvmePhaseBits|nvmeArrive)
+}
+
+// Fire advances the request in the argument's slot through its phases.
+func (d *NVMe) Fire(arg uint64) {
+	phase := arg & (1<<nvmePhaseBits - 1)
+	slot := int(arg >> nvmePhaseBits)
+	switch phase {
+	case nvmeArrive:
+		r := d.slots.get(slot)
+		if r.Op == OpRead {
+			d.readMedia(r, slot)
+		} else {
+			d.admitq = append(d.admitq, slot)
+			d.admit()
+		}
+	case nvmeMediaDone:
+		// Read data crosses the host link.
+		r := d.slots.get(slot)
+		end := d.reserveLink(r.Bytes)
+		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
+	case nvmeComplete:
+		r := d.slots.take(slot)
+		transferData(d.store, r)
+		d.c.CompleteRequest(r)
+	case nvmeProgramDone:
+		d.progs[slot]--
+		d.bufUsed -= d.unit
+		d.admit()
+		d.issuePrograms()
+	}
+}
+
+// reserveLink queues n bytes on the host link and returns when they are
+// through.
+func (d *NVMe) reserveLink(n int64) sim.Time {
+	start := max(d.e.Now(), d.linkFree)
+	d.linkFree = start + sim.Time(transferTime(n, d.p.HostMBps))
+	return d.linkFree
+}
+
+// readMedia queues a page read on every die the request covers and
+// schedules the media-done phase when the slowest finishes.
+func (d *NVMe) readMedia(r *Request, slot int) {
+	now := d.e.Now()
+	done := now
+	off := r.Sector * SectorSize
+	end := off + r.Bytes
+	ps := d.p.PageSize
+	for pos := off; pos < end; {
+		page := pos / ps
+		next := min((page+1)*ps, end)
+		die := int(page % int64(len(d.dies)))
+		start := max(now, d.dies[die])
+		d.dies[die] = start + sim.Time(d.p.ReadTime+transferTime(next-pos, d.p.ChannelMBps))
+		done = max(done, d.dies[die])
+		pos = next
+	}
+	d.e.At(done, d, uint64(slot)<<nvmePhaseBits|nvmeMediaDone)
+}
+
+// admit moves waiting writes into the buffer in FIFO order while space
+// lasts; each admitted write completes when its data has crossed the link.
+func (d *NVMe) admit() {
+	for len(d.admitq) > 0 {
+		slot := d.admitq[0]
+		r := d.slots.get(slot)
+		if d.bufUsed+r.Bytes > d.p.WriteBuffer {
+			return
+		}
+		copy(d.admitq, d.admitq[1:])
+		d.admitq = d.admitq[:len(d.admitq)-1]
+		d.bufUsed += r.Bytes
+		d.bufPending += r.Bytes
+		end := d.reserveLink(r.Bytes)
+		d.bufReady = end
+		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
+	}
+	d.issuePrograms()
+}
+
+// issuePrograms hands full units of buffered data to dies, round-robin,
+// while some die has room in its program queue. A program starts once its
+// data is in the buffer and the die has finished the work queued before
+// it; its buffer space is freed when it ends.
+func (d *NVMe) issuePrograms() {
+	n := len(d.dies)
+	for d.bufPending >= d.unit {
+		die := -1
+		for i := 0; i < n; i++ {
+			c := (d.nextDie + i) % n
+			if d.p.ProgramQueue == 0 || d.progs[c] < d.p.ProgramQueue {
+				die = c
+				break
+			}
+		}
+		if die < 0 {
+			return
+		}
+		d.nextDie = (die + 1) % n
+		d.bufPending -= d.unit
+		d.progs[die]++
+		start := max(d.e.Now(), d.bufReady, d.dies[die])
+		d.dies[die] = start + sim.Time(transferTime(d.unit, d.p.ChannelMBps)+d.p.ProgramTime)
+		d.Programs++
+		d.e.At(d.dies[die], d, uint64(die)<<nvmePhaseBits|nvmeProgramDone)
+	}
+}

@@ -1,0 +1,223 @@
+// Command blksim runs fio job files on a simulated Linux IO stack.
+//
+//	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
+//	           [--output-format normal|json] [JOBFILE]
+//	blksim keys
+//
+// Without JOBFILE, run uses the embedded default: the ext4 parallel-DIO
+// experiment (testdata/experiments/ext4-dio) with BS=4k unless BS is set.
+// Bad input exits with status 2 and one message naming the file and line,
+// or the key; a failed run exits 1.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+
+	"github.com/blksim/blksim"
+	"github.com/blksim/blksim/report"
+	"github.com/blksim/blksim/stack"
+	"github.com/blksim/blksim/workload"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitBadArgs = 2
+)
+
+// defaultJob is the embedded job the README's main command runs.
+const defaultJob = "testdata/experiments/ext4-dio/ext4-dio.fio"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
+}
+
+// usageError is bad input: exit status 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func bad(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "blksim: internal error: %v\n", r)
+			status = exitFailed
+		}
+	}()
+	if len(args) == 0 {
+		usage(stderr)
+		return exitBadArgs
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout, env)
+	case "keys":
+		err = cmdKeys(stdout)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return exitOK
+	default:
+		err = bad("unknown command %q (want run or keys)", args[0])
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "blksim: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitBadArgs
+	}
+	return exitFailed
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json] [JOBFILE]
+      run a fio job file on a simulated stack (default: the embedded
+      ext4 parallel-DIO experiment, BS=4k)
+  blksim keys
+      list the stack keys, their defaults and meanings
+`)
+}
+
+// multiFlag collects repeated --set flags.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) error {
+	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	stackFile := fl.String("stack", "", "stack TOML file")
+	var sets multiFlag
+	fl.Var(&sets, "set", "override a stack key: KEY=VALUE (repeatable)")
+	seed := fl.Uint64("seed", 1, "engine seed")
+	format := fl.String("output-format", "normal", "normal or json")
+	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
+	if err := fl.Parse(args); err != nil {
+		return bad("run: %v", err)
+	}
+	if *format != "normal" && *format != "json" {
+		return bad("run: --output-format %q: want normal or json", *format)
+	}
+	if fl.NArg() > 1 {
+		return bad("run: one job file expected, got %d", fl.NArg())
+	}
+	cfg := stack.Default()
+	if *stackFile != "" {
+		c, err := stack.Load(*stackFile)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg = c
+	}
+	for _, s := range sets {
+		if err := cfg.SetArg(s); err != nil {
+			return usageError{err}
+		}
+	}
+	var specs []workload.JobSpec
+	var err error
+	if fl.NArg() == 1 {
+		specs, err = workload.ParseFile(fl.Arg(0), env)
+	} else {
+		specs, err = parseEmbedded(defaultJob, env)
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	st, err := stack.Build(cfg, *seed)
+	if err != nil {
+		return usageError{err}
+	}
+	defer st.Engine.Close()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return bad("run: --cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return bad("run: --cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	wall := time.Now()
+	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	if err != nil {
+		var pe *workload.ParseError
+		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {
+			return usageError{err}
+		}
+		return err
+	}
+	res.Engine.WallSeconds = time.Since(wall).Seconds()
+	res.Locks = st.Engine.LockStats()
+	res.Seed = *seed
+	// Render to memory first so a failure leaves nothing half-written.
+	var out bytes.Buffer
+	opt := report.Options{OmitWall: omitWall(env)}
+	if *format == "json" {
+		err = report.WriteJSON(&out, res, opt)
+	} else {
+		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
+		err = report.WriteNormal(&out, res, opt)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out.Bytes())
+	return err
+}
+
+// omitWall drops wall-clock figures (which differ run to run) when
+// BLKSIM_DETERMINISTIC is set, so outputs can be compared byte for byte.
+func omitWall(env func(string) (string, bool)) bool {
+	v, ok := env("BLKSIM_DETERMINISTIC")
+	return ok && v != "" && v != "0"
+}
+
+// parseEmbedded parses a job file shipped in the binary; BS defaults to 4k
+// for the default experiment.
+func parseEmbedded(name string, env func(string) (string, bool)) ([]workload.JobSpec, error) {
+	data, err := fs.ReadFile(blksim.Testdata, name)
+	if err != nil {
+		return nil, err
+	}
+	withBS := func(k string) (string, bool) {
+		if v, ok := env(k); ok {
+			return v, true
+		}
+		if k == "BS" {
+			return "4k", true
+		}
+		return "", false
+	}
+	return workload.Parse("embedded:"+path.Base(name), bytes.NewReader(data), withBS)
+}
+
+func cmdKeys(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tDEFAULT\tMEANING")
+	for _, k := range stack.Keys() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
+	}
+	fmt.Fprintln(tw, "device.<key>\t(profile)\toverride a key of the device profile (see testdata/devices/README.md)")
+	return tw.Flush()
+}

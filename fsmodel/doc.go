@@ -1,0 +1,8 @@
+// Package fsmodel is blksim's filesystem layer: files with extent maps on a
+// block device, inode locks whose modes and spans follow a filesystem's
+// policy (the ext4 personalities of kernels 4.9 to 5.5 and 5.6+), and the
+// direct-IO read and write paths that turn file IO into bios.
+//
+// All methods run on the engine goroutine; the IO paths block the calling
+// simulated task.
+package fsmodel

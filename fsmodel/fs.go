@@ -1,0 +1,291 @@
+package fsmodel
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/sim"
+)
+
+// BlockSize is the filesystem block size (allocation and alignment unit
+// of "aligned" IO for the lock policies).
+const BlockSize = 4096
+
+// Errors of the filesystem layer; they match kernel errnos with errors.Is.
+var (
+	// ErrNoSpace means the device has no room for a file (ENOSPC).
+	ErrNoSpace = fmt.Errorf("fsmodel: no space left on device: %w", syscall.ENOSPC)
+	// ErrBeyondEOF is an IO that ends beyond a preallocated file (EINVAL
+	// in this model, which does not extend files on direct IO).
+	ErrBeyondEOF = fmt.Errorf("fsmodel: IO beyond end of file: %w", syscall.EINVAL)
+	// ErrExists is returned when creating a file that exists with another
+	// size.
+	ErrExists = errors.New("fsmodel: file exists with a different size")
+)
+
+// Options configure a filesystem.
+type Options struct {
+	// Policy decides inode lock spans.
+	Policy LockPolicy
+	// Lock configures every inode's i_rwsem.
+	Lock sim.RWSemOptions
+	// Costs are the CPU costs of the IO paths.
+	Costs Costs
+	// Name prefixes lock names ("ext4").
+	Name string
+}
+
+// FS is a filesystem on one request queue. Files are preallocated and
+// written (as fio lays them out) when first opened.
+type FS struct {
+	e    *sim.Engine
+	q    *blockdev.Queue
+	opt  Options
+	next int64 // next free device byte (bump allocator)
+
+	files map[string]*File
+	dios  []*dio
+}
+
+// New returns an empty filesystem on q.
+func New(e *sim.Engine, q *blockdev.Queue, opt Options) (*FS, error) {
+	if opt.Policy == nil {
+		return nil, errors.New("fsmodel: a lock policy is required")
+	}
+	if opt.Name == "" {
+		opt.Name = "fs"
+	}
+	return &FS{e: e, q: q, opt: opt, files: make(map[string]*File)}, nil
+}
+
+// Policy returns the filesystem's lock policy.
+func (fs *FS) Policy() LockPolicy { return fs.opt.Policy }
+
+// Queue returns the request queue the filesystem sits on.
+func (fs *FS) Queue() *blockdev.Queue { return fs.q }
+
+// Inode is a file's in-memory inode: its size and its lock.
+type Inode struct {
+	// Lock is i_rwsem.
+	Lock *sim.RWSem
+	size int64
+	// dioCount is the number of direct IOs in flight (inode_dio_begin).
+	dioCount int
+}
+
+// File is an open file: an inode and its extent map.
+type File struct {
+	fs    *FS
+	name  string
+	inode *Inode
+	ext   ExtentMap
+}
+
+// Open returns the file called name, creating it preallocated with size
+// bytes (rounded up to the block size) in one extent if it does not exist.
+// Opening an existing file with a larger size fails with ErrExists.
+func (fs *FS) Open(name string, size int64) (*File, error) {
+	if f, ok := fs.files[name]; ok {
+		if size > f.inode.size {
+			return nil, fmt.Errorf("%w: %q has %d bytes, %d requested", ErrExists, name, f.inode.size, size)
+		}
+		return f, nil
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("fsmodel: %q: size must be positive: %w", name, syscall.EINVAL)
+	}
+	alloc := (size + BlockSize - 1) / BlockSize * BlockSize
+	if fs.next+alloc > fs.q.Device().Capacity() {
+		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, fs.q.Device().Capacity()-fs.next)
+	}
+	f := &File{fs: fs, name: name, inode: &Inode{
+		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
+		size: size,
+	}}
+	if err := f.ext.Add(Extent{Logical: 0, Physical: fs.next, Length: alloc}); err != nil {
+		return nil, err
+	}
+	fs.next += alloc
+	fs.files[name] = f
+	return f, nil
+}
+
+// Name returns the file's name.
+func (f *File) Name() string { return f.name }
+
+// Size returns the file's size in bytes.
+func (f *File) Size() int64 { return f.inode.size }
+
+// Inode returns the file's inode.
+func (f *File) Inode() *Inode { return f.inode }
+
+// Extents returns the file's extent map.
+func (f *File) Extents() *ExtentMap { return &f.ext }
+
+// dio is one direct IO in flight: it counts its bios down and completes.
+type dio struct {
+	done      sim.Completion
+	remaining int
+	err       error
+	bios      []*blockdev.Bio
+	used      int
+	collect   bool
+}
+
+// EndBio accounts one finished bio.
+func (d *dio) EndBio(b *blockdev.Bio) {
+	if b.Err != nil && d.err == nil {
+		d.err = b.Err
+	}
+	d.remaining--
+	if d.remaining == 0 {
+		d.done.Complete()
+	}
+}
+
+func (fs *FS) getDIO() *dio {
+	if n := len(fs.dios); n > 0 {
+		d := fs.dios[n-1]
+		fs.dios = fs.dios[:n-1]
+		return d
+	}
+	return &dio{}
+}
+
+func (fs *FS) putDIO(d *dio) {
+	d.done.Reinit()
+	d.err = nil
+	d.used = 0
+	fs.dios = append(fs.dios, d)
+}
+
+// DirectRead reads [off, off+n) with O_DIRECT semantics on behalf of t,
+// blocking t for the whole call (syscall costs included). If data is not
+// nil, the stamps read are appended to *data in file order (collecting
+// them costs simulator time, not simulated time). Misaligned IO fails with
+// an error matching syscall.EINVAL, naming the offset and alignment.
+func (f *File) DirectRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	return f.direct(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
+}
+
+// DirectWrite writes [off, off+n) with O_DIRECT semantics on behalf of t,
+// stamping the sectors with s.
+func (f *File) DirectWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
+	return f.direct(t, blockdev.OpWrite, off, n, s, nil)
+}
+
+func (f *File) direct(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, data *[]blockdev.StampRun) error {
+	fs := f.fs
+	c := &fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.CPU(c.Syscall - c.Syscall/2)
+	if err := fs.q.CheckAlignment(off, n); err != nil {
+		return fmt.Errorf("%s %s: %w", f.name, op, err)
+	}
+	if off < 0 || off+n > f.inode.size {
+		return fmt.Errorf("%s %s at %d+%d (size %d): %w", f.name, op, off, n, f.inode.size, ErrBeyondEOF)
+	}
+	io := IORequest{Offset: off, Length: n,
+		Aligned:   off%BlockSize == 0 && n%BlockSize == 0,
+		Extending: off+n > f.inode.size}
+	var span LockSpan
+	if op == blockdev.OpRead {
+		span = fs.opt.Policy.DIORead(io)
+	} else {
+		span = fs.opt.Policy.DIOWrite(io)
+	}
+	lock := f.inode.Lock
+	d := fs.getDIO()
+	defer fs.putDIO(d)
+
+	d.collect = data != nil
+	switch span {
+	case SpanNone:
+		f.inode.dioCount++
+		f.submit(t, d, op, off, n, s)
+		d.done.Wait(t)
+		t.CPU(c.DIOComplete)
+		f.inode.dioCount--
+	case SpanSharedIO:
+		lock.DownRead(t)
+		f.submit(t, d, op, off, n, s)
+		d.done.Wait(t)
+		t.CPU(c.DIOComplete)
+		lock.UpRead(t)
+	case SpanExclusiveIO:
+		lock.DownWrite(t)
+		f.submit(t, d, op, off, n, s)
+		d.done.Wait(t)
+		t.CPU(c.DIOComplete)
+		lock.UpWrite(t)
+	case SpanExclusiveSubmit:
+		lock.DownWrite(t)
+		f.submit(t, d, op, off, n, s)
+		lock.UpWrite(t)
+		d.done.Wait(t)
+		t.CPU(c.DIOComplete)
+	case SpanExclusiveRelock:
+		lock.DownWrite(t)
+		f.inode.dioCount++
+		f.submit(t, d, op, off, n, s)
+		lock.UpWrite(t)
+		d.done.Wait(t)
+		f.inode.dioCount--
+		lock.DownWrite(t)
+		t.CPU(c.DIOComplete)
+		lock.UpWrite(t)
+	default:
+		panic(fmt.Sprintf("fsmodel: policy %s returned invalid span %d", fs.opt.Policy.Name(), span))
+	}
+	if d.err != nil {
+		return fmt.Errorf("%s %s at %d+%d: %w", f.name, op, off, n, d.err)
+	}
+	if data != nil {
+		*data = d.stamps(*data)
+	}
+	return nil
+}
+
+// maxBioBytes is the largest direct-IO bio (BIO_MAX_PAGES of 4 KiB).
+const maxBioBytes = 256 * 4096
+
+// submit maps [off, off+n) to bios and submits them, charging the setup
+// cost to t. The dio's bios are reused across IOs.
+func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s blockdev.Stamp) {
+	c := &f.fs.opt.Costs
+	pages := (n + 4095) / 4096
+	t.CPU(c.DIOSetup + c.DIOPerPage*time.Duration(pages))
+	used := 0
+	f.ext.Map(off, n, func(_, phys, length int64) {
+		for length > 0 {
+			l := min(length, maxBioBytes)
+			if used == len(d.bios) {
+				d.bios = append(d.bios, &blockdev.Bio{})
+			}
+			b := d.bios[used]
+			used++
+			b.Reset()
+			b.Op, b.Sector, b.Bytes, b.Stamp, b.End = op, phys/blockdev.SectorSize, l, s, d
+			b.CollectData = d.collect
+			phys += l
+			length -= l
+		}
+	})
+	d.remaining = used
+	t.CPU(c.BioSubmit * time.Duration(used))
+	for _, b := range d.bios[:used] {
+		f.fs.q.Submit(b)
+	}
+	d.used = used
+}
+
+// collect appends the stamps the dio's read bios found, in file order.
+func (d *dio) stamps(data []blockdev.StampRun) []blockdev.StampRun {
+	for _, b := range d.bios[:d.used] {
+		data = append(data, b.Data...)
+	}
+	return data
+}

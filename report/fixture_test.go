@@ -1,0 +1,169 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/blksim/blksim/internal/latency"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/workload"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files under testdata/ from the current output")
+
+// checkGolden compares got with testdata/name, or rewrites the file with
+// -rewrite.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -rewrite to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run go test -rewrite to accept):\n%s", path, lineDiff(string(want), string(got)))
+	}
+}
+
+// lineDiff shows the first differing line of two texts.
+func lineDiff(want, got string) string {
+	wl, gl := bytes.Split([]byte(want), []byte("\n")), bytes.Split([]byte(got), []byte("\n"))
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g []byte
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if !bytes.Equal(w, g) {
+			return "line " + strconv.Itoa(i+1) + ":\nwant: " + string(w) + "\ngot:  " + string(g)
+		}
+	}
+	return "(no line differs)"
+}
+
+// gen records n latencies into the direction: clat from clat(), slat from
+// slat() when non-nil, lat = slat + clat.
+func gen(d *workload.DirStats, n int, bs uint64, slat, clat func() int64) {
+	for range n {
+		var s int64
+		if slat != nil {
+			s = slat()
+			d.Slat.Record(s)
+		}
+		c := clat()
+		d.Clat.Record(c)
+		d.Lat.Record(s + c)
+	}
+	d.IOs += uint64(n)
+	d.Bytes += uint64(n) * bs
+}
+
+// sampleResult is a hand-built Result covering the report's cases: a sync
+// read job (nsec/usec, no slat), two clones of an async mixed job in one
+// group (slat in nsec, clat in usec, run=MIN-MAX), a merged group-reporting
+// write job with an error and msec latencies, a job that failed without
+// doing IO, and locks of every kind.
+func sampleResult() *workload.Result {
+	rng := rand.New(rand.NewPCG(7, 11))
+	expo := func(base, mean float64) func() int64 {
+		return func() int64 { return int64(base + rng.ExpFloat64()*mean) }
+	}
+	logn := func(median, sigma float64) func() int64 {
+		return func() int64 { return int64(median * math.Exp(rng.NormFloat64()*sigma)) }
+	}
+
+	a := workload.JobResult{Name: "randread", JobID: 0, GroupID: 0, RW: "randread",
+		BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Runtime: 2_500_123_456}
+	gen(&a.Read, 20000, 4096, nil, expo(80_000, 40_000))
+
+	b := workload.JobResult{Name: "mixed", JobID: 1, GroupID: 1, RW: "randrw",
+		BS: [2]int64{4096, 16384}, IOEngine: "libaio", IODepth: 32, Runtime: 3_000_400_000}
+	gen(&b.Read, 30000, 4096, expo(900, 1500), logn(2_500_000, 0.4))
+	gen(&b.Write, 12000, 16384, expo(1200, 2000), logn(3_000_000, 0.5))
+	c := b
+	c.JobID = 2
+	c.Read, c.Write = workload.DirStats{}, workload.DirStats{}
+	c.Runtime = 3_100_000_000
+	gen(&c.Read, 29000, 4096, expo(900, 1500), logn(2_600_000, 0.4))
+	gen(&c.Write, 11000, 16384, expo(1200, 2000), logn(3_100_000, 0.5))
+
+	d := workload.JobResult{Name: "fsync-writer", JobID: 3, GroupID: 2, RW: "write",
+		BS: [2]int64{1 << 20, 1 << 20}, IOEngine: "sync", IODepth: 1, Runtime: 60_000_999_999,
+		Error: 5, ErrorMsg: "file:io_u.c:1889, func=io_u error, error=Input/output error"}
+	gen(&d.Write, 700, 1<<20, nil, logn(40_000_000, 0.9))
+
+	e := workload.JobResult{Name: "missing-file", JobID: 4, GroupID: 3, RW: "read",
+		BS: [2]int64{8192, 8192}, IOEngine: "psync", IODepth: 1,
+		Error: 2, ErrorMsg: "No such file or directory"}
+
+	us := time.Microsecond
+	locks := []sim.LockStats{
+		{Name: "blk:tags:nvme0n1", Kind: "semaphore",
+			Write: sim.LockModeStats{Acquisitions: 82000, Contentions: 1300,
+				WaitTotal: 2600 * time.Millisecond, WaitMax: 9100 * us, WaitMin: 1500 * time.Nanosecond,
+				HoldTotal: 205 * time.Second, HoldMax: 31 * time.Millisecond, HoldMin: 45 * us}},
+		{Name: "ext4:i_rwsem:file0", Kind: "rwsem",
+			Read: sim.LockModeStats{Acquisitions: 79000, Contentions: 4100,
+				WaitTotal: 3900 * time.Millisecond, WaitMax: 12 * time.Millisecond, WaitMin: 800 * time.Nanosecond,
+				HoldTotal: 190 * time.Second, HoldMax: 28 * time.Millisecond, HoldMin: 60 * us},
+			Write: sim.LockModeStats{Acquisitions: 23700, Contentions: 9800,
+				WaitTotal: 61 * time.Second, WaitMax: 95 * time.Millisecond, WaitMin: 2 * us,
+				HoldTotal: 80 * time.Second, HoldMax: 600 * time.Millisecond, HoldMin: 90 * us,
+				Spins: 310, SpinTime: 4 * time.Millisecond},
+			Handoffs: 17},
+		{Name: "fs:s_umount", Kind: "rwsem",
+			Read: sim.LockModeStats{Acquisitions: 5, HoldTotal: 50 * us, HoldMax: 12 * us, HoldMin: 9 * us}},
+		{Name: "jbd2:j_state_lock", Kind: "mutex",
+			Write: sim.LockModeStats{Acquisitions: 1400, Contentions: 3, WaitTotal: 7 * us,
+				WaitMax: 4 * us, WaitMin: 1 * us, HoldTotal: 2100 * us, HoldMax: 3 * us, HoldMin: 1 * us,
+				Spins: 3, SpinTime: 7 * us}},
+		{Name: "unused", Kind: "mutex"},
+	}
+
+	ios := a.Read.IOs + b.Read.IOs + b.Write.IOs + c.Read.IOs + c.Write.IOs + d.Write.IOs
+	return &workload.Result{
+		Groups: []workload.GroupResult{
+			{GroupID: 0, Jobs: []workload.JobResult{a}},
+			{GroupID: 1, Jobs: []workload.JobResult{b, c}},
+			{GroupID: 2, GroupReporting: true, Jobs: []workload.JobResult{d}},
+			{GroupID: 3, Jobs: []workload.JobResult{e}},
+		},
+		Locks:  locks,
+		Engine: workload.EngineFigures{SimulatedIOs: ios, Events: 1234567, WallSeconds: 1.75, SimulatedSeconds: 60.000999999},
+		Seed:   42,
+	}
+}
+
+// fioJob builds a one-job Result with n IOs of bs bytes in one direction
+// and runtime msec, for checks against lines of real fio output.
+func fioJob(write bool, n, bs uint64, msec int64, clat *latency.Histogram) *workload.Result {
+	j := workload.JobResult{Name: "mytest", RW: "write", BS: [2]int64{int64(bs), int64(bs)},
+		IOEngine: "sync", IODepth: 1, Runtime: msec * 1e6}
+	d := &j.Read
+	if write {
+		d = &j.Write
+	}
+	d.IOs, d.Bytes = n, n*bs
+	if clat != nil {
+		d.Clat = *clat
+	}
+	return &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{j}}}}
+}

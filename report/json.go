@@ -1,0 +1,293 @@
+package report
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/blksim/blksim/internal/latency"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/workload"
+)
+
+// WriteJSON writes r in the layout of fio's --output-format=json, with
+// fio's field names and key order, followed by a top-level "blksim" object
+// for what fio does not have. It returns the first error from w. r is only
+// read. The output is valid JSON, indented as fio's ("key" : value, two
+// spaces a level), with floats printed as fio's %f (six decimals).
+//
+// Top level: "fio version" ("blksim"), "timestamp" and "timestamp_ms" (0, to
+// be deterministic), "global options" ({}), "jobs" (one object per
+// JobResult, groups in order), "blksim".
+//
+// Each job: "jobname", "groupid", "error", "job options" (rw, bs, ioengine,
+// iodepth as strings, those that are set; bs is "R" or "R,W" in bytes), then
+// "read", "write", "trim" and "sync", then "job_runtime" (msec). A direction
+// has "io_bytes", "io_kbytes", "bw_bytes", "bw" (KiB/s), "iops" (float),
+// "runtime" (msec), "total_ios", "short_ios" and "drop_ios" (0), and the
+// latency objects "slat_ns", "clat_ns" and "lat_ns" ("min", "max", "mean",
+// "stddev", "N"; clat_ns also has "percentile" with fio's default list and
+// keys such as "99.990000", when it has samples). Rates are computed as fio
+// does, with integer division by the runtime in msec; they are 0 for a
+// direction that moved no bytes or ran under 1 ms. "trim" is all zeros;
+// "sync" has "total_ios" and "lat_ns", zero, as blksim does not yet
+// report fsync latencies. fio's bw_*/iops_* sample figures, CPU usage,
+// IO depth and latency distributions are left out: blksim does not measure
+// them, and a missing key is better than a made-up zero.
+//
+// "blksim": "seed"; "locks", one object per lock in r.Locks' order with
+// "name", "kind", "read" and "write" ("acquisitions", "contentions",
+// "wait_total_ns", "wait_max_ns", "wait_min_ns", "hold_total_ns",
+// "hold_max_ns", "hold_min_ns", "spins", "spin_ns") and "handoffs"; and
+// "engine" with "simulated_ios", "events", "simulated_seconds" and, unless
+// opt.OmitWall, "wall_seconds" and "ios_per_wall_second".
+func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
+	root := new(jsonObject)
+	root.add("fio version", "blksim")
+	root.add("timestamp", 0)
+	root.add("timestamp_ms", 0)
+	root.add("global options", new(jsonObject))
+	jobs := []any{}
+	for gi := range r.Groups {
+		for ji := range r.Groups[gi].Jobs {
+			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji]))
+		}
+	}
+	root.add("jobs", jobs)
+	root.add("blksim", blksimJSON(r, opt))
+
+	b := bufio.NewWriter(w)
+	writeJSONValue(b, root, 0)
+	b.WriteString("\n")
+	return b.Flush()
+}
+
+// jobJSON is one entry of "jobs".
+func jobJSON(j *workload.JobResult) *jsonObject {
+	o := new(jsonObject)
+	o.add("jobname", j.Name)
+	o.add("groupid", j.GroupID)
+	o.add("error", j.Error)
+
+	opts := new(jsonObject)
+	if j.RW != "" {
+		opts.add("rw", j.RW)
+	}
+	switch {
+	case j.BS[0] == j.BS[1] && j.BS[0] > 0:
+		opts.add("bs", strconv.FormatInt(j.BS[0], 10))
+	case j.BS[0] > 0 || j.BS[1] > 0:
+		opts.add("bs", strconv.FormatInt(j.BS[0], 10)+","+strconv.FormatInt(j.BS[1], 10))
+	}
+	if j.IOEngine != "" {
+		opts.add("ioengine", j.IOEngine)
+	}
+	if j.IODepth > 0 {
+		opts.add("iodepth", strconv.Itoa(j.IODepth))
+	}
+	o.add("job options", opts)
+
+	for _, d := range directions(j) {
+		o.add(d.name, dirJSON(j, d.stats))
+	}
+	o.add("trim", dirJSON(j, &emptyDir))
+	sync := new(jsonObject)
+	sync.add("total_ios", 0)
+	sync.add("lat_ns", latJSON(&emptyDir.Lat, true))
+	o.add("sync", sync)
+	o.add("job_runtime", runtimeMsec(j))
+	return o
+}
+
+// dirJSON is one direction of a job, as fio's add_ddir_status_json.
+func dirJSON(j *workload.JobResult, d *workload.DirStats) *jsonObject {
+	var bwBytes uint64
+	var iops float64
+	runt := dirRuntimeMsec(j, d)
+	if runt > 0 {
+		bwBytes = 1000 * d.Bytes / runt
+		iops = 1000.0 * float64(d.IOs) / float64(runt)
+	}
+	o := new(jsonObject)
+	o.add("io_bytes", d.Bytes)
+	o.add("io_kbytes", d.Bytes>>10)
+	o.add("bw_bytes", bwBytes)
+	o.add("bw", bwBytes/1024)
+	o.add("iops", iops)
+	o.add("runtime", runt)
+	o.add("total_ios", d.IOs)
+	o.add("short_ios", 0)
+	o.add("drop_ios", 0)
+	o.add("slat_ns", latJSON(&d.Slat, false))
+	o.add("clat_ns", latJSON(&d.Clat, true))
+	o.add("lat_ns", latJSON(&d.Lat, false))
+	return o
+}
+
+// latJSON is a latency object, as fio's add_ddir_lat_json; percentiles
+// says whether fio would add "percentile" (clat by default).
+func latJSON(h *latency.Histogram, withPercentiles bool) *jsonObject {
+	o := new(jsonObject)
+	o.add("min", h.Min())
+	o.add("max", h.Max())
+	o.add("mean", h.Mean())
+	o.add("stddev", h.Stddev())
+	o.add("N", h.Count())
+	if withPercentiles && h.Count() > 0 {
+		p := new(jsonObject)
+		for i, v := range percentiles(h) {
+			p.add(strconv.FormatFloat(defaultPercentiles[i], 'f', 6, 64), v)
+		}
+		o.add("percentile", p)
+	}
+	return o
+}
+
+// blksimJSON is the top-level "blksim" object.
+func blksimJSON(r *workload.Result, opt Options) *jsonObject {
+	o := new(jsonObject)
+	o.add("seed", r.Seed)
+	locks := []any{}
+	for i := range r.Locks {
+		l := &r.Locks[i]
+		lo := new(jsonObject)
+		lo.add("name", l.Name)
+		lo.add("kind", l.Kind)
+		lo.add("read", lockModeJSON(&l.Read))
+		lo.add("write", lockModeJSON(&l.Write))
+		lo.add("handoffs", l.Handoffs)
+		locks = append(locks, lo)
+	}
+	o.add("locks", locks)
+
+	e := &r.Engine
+	eo := new(jsonObject)
+	eo.add("simulated_ios", e.SimulatedIOs)
+	eo.add("events", e.Events)
+	eo.add("simulated_seconds", e.SimulatedSeconds)
+	if !opt.OmitWall {
+		eo.add("wall_seconds", e.WallSeconds)
+		eo.add("ios_per_wall_second", iosPerWallSecond(e))
+	}
+	o.add("engine", eo)
+	return o
+}
+
+// lockModeJSON is one mode of a lock; times in nanoseconds.
+func lockModeJSON(m *sim.LockModeStats) *jsonObject {
+	o := new(jsonObject)
+	o.add("acquisitions", m.Acquisitions)
+	o.add("contentions", m.Contentions)
+	o.add("wait_total_ns", int64(m.WaitTotal))
+	o.add("wait_max_ns", int64(m.WaitMax))
+	o.add("wait_min_ns", int64(m.WaitMin))
+	o.add("hold_total_ns", int64(m.HoldTotal))
+	o.add("hold_max_ns", int64(m.HoldMax))
+	o.add("hold_min_ns", int64(m.HoldMin))
+	o.add("spins", m.Spins)
+	o.add("spin_ns", int64(m.SpinTime))
+	return o
+}
+
+// jsonObject is a JSON object that keeps its keys in insertion order. Values
+// are string, int, int64, uint64, float64, *jsonObject or []any of those.
+type jsonObject struct {
+	keys []string
+	vals []any
+}
+
+// add appends the pair key: v.
+func (o *jsonObject) add(key string, v any) {
+	o.keys = append(o.keys, key)
+	o.vals = append(o.vals, v)
+}
+
+// writeJSONValue writes v as fio's json_print_value does, at indent level
+// (the line v starts on is indented level*2 spaces; its members one level
+// more). Empty objects and arrays are written "{}" and "[]"; non-finite
+// floats, which JSON cannot hold, as 0.000000.
+func writeJSONValue(b *bufio.Writer, v any, level int) {
+	switch v := v.(type) {
+	case string:
+		writeJSONString(b, v)
+	case int:
+		b.WriteString(strconv.Itoa(v))
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case uint64:
+		b.WriteString(strconv.FormatUint(v, 10))
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		b.WriteString(strconv.FormatFloat(v, 'f', 6, 64))
+	case *jsonObject:
+		if len(v.keys) == 0 {
+			b.WriteString("{}")
+			return
+		}
+		b.WriteString("{\n")
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			indent(b, level+1)
+			writeJSONString(b, k)
+			b.WriteString(" : ")
+			writeJSONValue(b, v.vals[i], level+1)
+		}
+		b.WriteString("\n")
+		indent(b, level)
+		b.WriteString("}")
+	case []any:
+		if len(v) == 0 {
+			b.WriteString("[]")
+			return
+		}
+		b.WriteString("[\n")
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			indent(b, level+1)
+			writeJSONValue(b, e, level+1)
+		}
+		b.WriteString("\n")
+		indent(b, level)
+		b.WriteString("]")
+	default:
+		panic("report: unsupported JSON value type")
+	}
+}
+
+func indent(b *bufio.Writer, level int) {
+	b.WriteString(strings.Repeat("  ", level))
+}
+
+// writeJSONString writes s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD, everything
+// else as is.
+func writeJSONString(b *bufio.Writer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[r>>4])
+			b.WriteByte(hex[r&0xf])
+		default:
+			b.WriteRune(r) // utf8.RuneError for invalid bytes
+		}
+	}
+	b.WriteByte('"')
+}

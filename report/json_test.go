@@ -1,0 +1,237 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestWriteJSONGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sampleResult(), Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "json.golden", b.Bytes())
+}
+
+// orderedKeys returns the keys of the JSON object in data, in order.
+func orderedKeys(t *testing.T, data json.RawMessage) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %v %v", tok, err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
+	r := sampleResult()
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(b.Bytes()) {
+		t.Fatalf("invalid JSON:\n%s", b.String())
+	}
+
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := orderedKeys(t, b.Bytes()), []string{"fio version", "timestamp", "timestamp_ms", "global options", "jobs", "blksim"}; !slices.Equal(got, want) {
+		t.Errorf("top-level keys %v, want %v", got, want)
+	}
+
+	var jobs []json.RawMessage
+	if err := json.Unmarshal(top["jobs"], &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 5 {
+		t.Fatalf("%d jobs, want 5", len(jobs))
+	}
+	wantJobKeys := []string{"jobname", "groupid", "error", "job options", "read", "write", "trim", "sync", "job_runtime"}
+	wantDirKeys := []string{"io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios",
+		"short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns"}
+	for _, j := range jobs {
+		if got := orderedKeys(t, j); !slices.Equal(got, wantJobKeys) {
+			t.Errorf("job keys %v, want %v", got, wantJobKeys)
+		}
+		var dirs map[string]json.RawMessage
+		if err := json.Unmarshal(j, &dirs); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{"read", "write", "trim"} {
+			if got := orderedKeys(t, dirs[d]); !slices.Equal(got, wantDirKeys) {
+				t.Errorf("%s keys %v, want %v", d, got, wantDirKeys)
+			}
+		}
+		if got := orderedKeys(t, dirs["sync"]); !slices.Equal(got, []string{"total_ios", "lat_ns"}) {
+			t.Errorf("sync keys %v", got)
+		}
+	}
+
+	// Typed decoding of the fields fio consumers read.
+	type lat struct {
+		Min        int64            `json:"min"`
+		Max        int64            `json:"max"`
+		Mean       float64          `json:"mean"`
+		Stddev     float64          `json:"stddev"`
+		N          uint64           `json:"N"`
+		Percentile map[string]int64 `json:"percentile"`
+	}
+	type dir struct {
+		IOBytes  uint64  `json:"io_bytes"`
+		IOKBytes uint64  `json:"io_kbytes"`
+		BWBytes  uint64  `json:"bw_bytes"`
+		BW       uint64  `json:"bw"`
+		IOPS     float64 `json:"iops"`
+		Runtime  uint64  `json:"runtime"`
+		TotalIOs uint64  `json:"total_ios"`
+		Slat     lat     `json:"slat_ns"`
+		Clat     lat     `json:"clat_ns"`
+		Lat      lat     `json:"lat_ns"`
+	}
+	var out struct {
+		FioVersion string            `json:"fio version"`
+		Timestamp  int64             `json:"timestamp"`
+		Global     map[string]string `json:"global options"`
+		Jobs       []struct {
+			Jobname    string            `json:"jobname"`
+			GroupID    int               `json:"groupid"`
+			Error      int               `json:"error"`
+			Options    map[string]string `json:"job options"`
+			Read       dir               `json:"read"`
+			Write      dir               `json:"write"`
+			Trim       dir               `json:"trim"`
+			JobRuntime uint64            `json:"job_runtime"`
+		} `json:"jobs"`
+		Blksim struct {
+			Seed  uint64 `json:"seed"`
+			Locks []struct {
+				Name, Kind  string
+				Read, Write map[string]int64
+				Handoffs    uint64
+			} `json:"locks"`
+			Engine map[string]float64 `json:"engine"`
+		} `json:"blksim"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.FioVersion != "blksim" || out.Timestamp != 0 || len(out.Global) != 0 {
+		t.Errorf("header: %q %d %v", out.FioVersion, out.Timestamp, out.Global)
+	}
+
+	j0 := out.Jobs[0]
+	src := &r.Groups[0].Jobs[0]
+	if j0.Jobname != "randread" || j0.GroupID != 0 || j0.Error != 0 || j0.JobRuntime != 2500 {
+		t.Errorf("job 0 header: %+v", j0)
+	}
+	if want := map[string]string{"rw": "randread", "bs": "4096", "ioengine": "psync", "iodepth": "1"}; !mapsEqual(j0.Options, want) {
+		t.Errorf("job options %v, want %v", j0.Options, want)
+	}
+	rd := j0.Read
+	if rd.IOBytes != src.Read.Bytes || rd.IOKBytes != src.Read.Bytes/1024 || rd.TotalIOs != 20000 || rd.Runtime != 2500 {
+		t.Errorf("read totals: %+v", rd)
+	}
+	if rd.BWBytes != src.Read.Bytes*1000/2500 || rd.BW != rd.BWBytes/1024 || rd.IOPS != 8000 {
+		t.Errorf("read rates: bw_bytes %d bw %d iops %v", rd.BWBytes, rd.BW, rd.IOPS)
+	}
+	if rd.Clat.N != 20000 || rd.Clat.Min != src.Read.Clat.Min() || rd.Clat.Max != src.Read.Clat.Max() ||
+		math.Abs(rd.Clat.Mean-src.Read.Clat.Mean()) > 1e-6 || math.Abs(rd.Clat.Stddev-src.Read.Clat.Stddev()) > 1e-6 {
+		t.Errorf("clat_ns: %+v", rd.Clat)
+	}
+	if len(rd.Clat.Percentile) != len(defaultPercentiles) {
+		t.Errorf("%d percentiles, want %d", len(rd.Clat.Percentile), len(defaultPercentiles))
+	}
+	for key, p := range map[string]float64{"1.000000": 1, "50.000000": 50, "99.500000": 99.5, "99.990000": 99.99} {
+		if got, want := rd.Clat.Percentile[key], src.Read.Clat.Percentile(p); got != want {
+			t.Errorf("percentile[%s] = %d, want %d", key, got, want)
+		}
+	}
+	if rd.Slat.N != 0 || rd.Slat.Percentile != nil || rd.Lat.Percentile != nil {
+		t.Errorf("slat/lat: %+v %+v", rd.Slat, rd.Lat)
+	}
+	if w := j0.Write; w.IOBytes != 0 || w.Runtime != 0 || w.IOPS != 0 || w.Clat.N != 0 || w.Clat.Percentile != nil {
+		t.Errorf("idle write direction: %+v", w)
+	}
+
+	if j1 := out.Jobs[1]; j1.Options["bs"] != "4096,16384" || j1.Read.Slat.N != 30000 || j1.Write.Slat.N != 12000 {
+		t.Errorf("job 1: %+v", j1)
+	}
+	if j3 := out.Jobs[3]; j3.Error != 5 || j3.Jobname != "fsync-writer" || j3.GroupID != 2 {
+		t.Errorf("job 3: %+v", j3)
+	}
+
+	if out.Blksim.Seed != 42 || len(out.Blksim.Locks) != len(r.Locks) {
+		t.Errorf("blksim: seed %d, %d locks", out.Blksim.Seed, len(out.Blksim.Locks))
+	}
+	l := out.Blksim.Locks[1]
+	if l.Name != "ext4:i_rwsem:file0" || l.Kind != "rwsem" || l.Handoffs != 17 ||
+		l.Write["acquisitions"] != 23700 || l.Write["wait_total_ns"] != 61e9 || l.Write["spin_ns"] != 4e6 ||
+		l.Read["wait_min_ns"] != 800 || len(l.Read) != 10 {
+		t.Errorf("lock: %+v", l)
+	}
+	e := out.Blksim.Engine
+	if e["events"] != 1234567 || e["wall_seconds"] != 1.75 || e["simulated_ios"] != float64(r.Engine.SimulatedIOs) ||
+		math.Abs(e["ios_per_wall_second"]-float64(r.Engine.SimulatedIOs)/1.75) > 1e-3 {
+		t.Errorf("engine: %v", e)
+	}
+}
+
+func TestWriteJSONOmitWall(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sampleResult(), Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "wall") {
+		t.Errorf("OmitWall output mentions wall time")
+	}
+}
+
+func TestJSONStringEscaping(t *testing.T) {
+	r := sampleResult()
+	r.Groups[0].Jobs[0].Name = "q\"uote\\back\nline\ttab\x01ctl\xffbad ünï"
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r, Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Jobs []struct {
+			Jobname string `json:"jobname"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "q\"uote\\back\nline\ttab\x01ctl\ufffdbad ünï"; out.Jobs[0].Jobname != want {
+		t.Errorf("jobname %q, want %q", out.Jobs[0].Jobname, want)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,207 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/blksim/blksim/internal/latency"
+	"github.com/blksim/blksim/workload"
+)
+
+// WriteNormal writes r in fio 3.x's "normal" text layout, followed by the
+// lock table ([WriteLockStat]) and the engine line. It returns the first
+// error from w. r is only read.
+//
+// The layout, in fio's order:
+//
+//   - one description line per job section, as fio prints when it starts
+//     ("name: (g=0): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B,
+//     (T) 4096B-4096B, ioengine=psync, iodepth=1"); consecutive results of
+//     the same name and group are numjobs clones, printed as fio does: a
+//     "..." line for the second and nothing for the rest;
+//   - a blank line, then every job's block, group after group: the header
+//     "name: (groupid=G, jobs=1): err= 0: pid=ID: DATE", then for each
+//     direction that moved bytes in at least 1 ms of runtime the "read:"
+//     or "write:" line (IOPS, bandwidth, amount and runtime), the slat,
+//     clat and lat lines for those with samples, and the clat percentile
+//     block (fio's default percentile list);
+//   - for each group, "Run status group G (all jobs):" and one line per
+//     direction with the aggregate bandwidth (bytes over the longest
+//     runtime), the per-job bandwidth range, the amount and the runtime
+//     range;
+//   - the lock table, if any lock was acquired, and the engine line
+//     "blksim engine: N simulated IOs, E events, W.WW s wall, S.SS s
+//     simulated, X simulated IOs per wall second" (without the wall
+//     figures when opt.OmitWall).
+//
+// Differences from fio, all deliberate: DATE is the fixed
+// "Thu Jan  1 00:00:00 1970" and pid= is the job's JobID (simulated jobs have
+// neither clocks nor processes); jobs= is always 1 (a merged group-reporting
+// result does not record how many jobs it merged); the bw/iops sample
+// lines, the latency distribution, cpu, IO depth and issued lines are left
+// out (blksim does not measure them); a job that failed before doing any IO
+// still gets its header, so its error is visible (fio prints nothing).
+func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
+	b := bufio.NewWriter(w)
+
+	writeDescriptions(b, r)
+	b.WriteString("\n")
+	for gi := range r.Groups {
+		for ji := range r.Groups[gi].Jobs {
+			writeJobNormal(b, &r.Groups[gi].Jobs[ji])
+		}
+	}
+	for gi := range r.Groups {
+		writeGroupStatus(b, &r.Groups[gi])
+	}
+	if hasLockRows(r.Locks) {
+		b.WriteString("\n")
+		writeLockTable(b, r.Locks)
+	}
+	b.WriteString("\n")
+	writeEngineLine(b, &r.Engine, opt)
+	return b.Flush()
+}
+
+// writeDescriptions writes fio's job description lines.
+func writeDescriptions(b *bufio.Writer, r *workload.Result) {
+	clone := 0
+	var prev *workload.JobResult
+	for gi := range r.Groups {
+		for ji := range r.Groups[gi].Jobs {
+			j := &r.Groups[gi].Jobs[ji]
+			if prev != nil && prev.Name == j.Name && prev.GroupID == j.GroupID {
+				clone++
+			} else {
+				clone = 0
+			}
+			prev = j
+			switch clone {
+			case 0:
+				rb := num2str(uint64(max(j.BS[0], 0)), sigFigs, true, "B")
+				wb := num2str(uint64(max(j.BS[1], 0)), sigFigs, true, "B")
+				// fio fills a missing trim block size with the last one
+				// given, the write size.
+				fmt.Fprintf(b, "%s: (g=%d): rw=%s, bs=(R) %s-%s, (W) %s-%s, (T) %s-%s, ioengine=%s, iodepth=%d\n",
+					j.Name, j.GroupID, j.RW, rb, rb, wb, wb, wb, wb, j.IOEngine, j.IODepth)
+			case 1:
+				b.WriteString("...\n")
+			}
+		}
+	}
+}
+
+// writeJobNormal writes one job's block.
+func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
+	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && j.Error == 0 {
+		return
+	}
+	if j.Error == 0 {
+		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n",
+			j.Name, j.GroupID, 1, j.Error, j.JobID, fixedDate)
+	} else {
+		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n",
+			j.Name, j.GroupID, 1, j.Error, j.ErrorMsg, j.JobID, fixedDate)
+	}
+	for _, d := range directions(j) {
+		if d.stats.Bytes != 0 {
+			writeDirNormal(b, j, d)
+		}
+	}
+}
+
+// writeDirNormal writes one direction of a job, as fio's show_ddir_status.
+func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction) {
+	runt := dirRuntimeMsec(j, d.stats)
+	if runt == 0 {
+		return
+	}
+	s := d.stats
+	bw := 1000 * s.Bytes / runt
+	iops := 1000 * s.IOs / runt
+	bwBin, bwDec := formatBW(bw)
+	ioBin, _ := formatBytes(s.Bytes)
+	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)\n",
+		d.name, formatIOPS(iops), bwBin, bwDec, ioBin, runt)
+
+	for _, l := range []struct {
+		name string
+		h    *latency.Histogram
+	}{{"slat", &s.Slat}, {"clat", &s.Clat}, {" lat", &s.Lat}} {
+		if l.h.Count() == 0 {
+			continue
+		}
+		b.WriteString(latLine(l.name, uint64(l.h.Min()), uint64(l.h.Max()), l.h.Mean(), l.h.Stddev()))
+	}
+	if s.Clat.Count() > 0 {
+		b.WriteString(percentileBlock("clat", defaultPercentiles[:], percentiles(&s.Clat)))
+	}
+}
+
+// statusNames label the run status lines, right-aligned as fio's.
+var statusNames = [2]string{"   READ", "  WRITE"}
+
+// groupRun is fio's group_run_stats for one direction.
+type groupRun struct {
+	minRun, maxRun uint64 // msec
+	minBW, maxBW   uint64 // bytes/s, per job
+	ioBytes        uint64
+}
+
+// writeGroupStatus writes a "Run status group" block, as fio's
+// show_group_stats.
+func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
+	var runs [2]groupRun
+	for ji := range g.Jobs {
+		j := &g.Jobs[ji]
+		for i, d := range directions(j) {
+			runt := dirRuntimeMsec(j, d.stats)
+			if runt == 0 {
+				continue
+			}
+			gr := &runs[i]
+			bw := d.stats.Bytes * 1000 / runt
+			if gr.maxRun == 0 {
+				gr.minRun, gr.minBW = runt, bw
+			}
+			gr.minRun, gr.maxRun = min(gr.minRun, runt), max(gr.maxRun, runt)
+			gr.minBW, gr.maxBW = min(gr.minBW, bw), max(gr.maxBW, bw)
+			gr.ioBytes += d.stats.Bytes
+		}
+	}
+	fmt.Fprintf(b, "\nRun status group %d (all jobs):\n", g.GroupID)
+	for i, gr := range runs {
+		if gr.maxRun == 0 {
+			continue
+		}
+		agg := gr.ioBytes * 1000 / gr.maxRun
+		aggBin, aggDec := formatBW(agg)
+		minBin, minDec := formatBW(gr.minBW)
+		maxBin, maxDec := formatBW(gr.maxBW)
+		ioBin, ioDec := formatBytes(gr.ioBytes)
+		fmt.Fprintf(b, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%d-%dmsec\n",
+			statusNames[i], aggBin, aggDec, minBin, maxBin, minDec, maxDec,
+			ioBin, ioDec, gr.minRun, gr.maxRun)
+	}
+}
+
+// writeEngineLine writes blksim's engine summary line.
+func writeEngineLine(b *bufio.Writer, e *workload.EngineFigures, opt Options) {
+	if opt.OmitWall {
+		fmt.Fprintf(b, "blksim engine: %d simulated IOs, %d events, %.2f s simulated\n",
+			e.SimulatedIOs, e.Events, e.SimulatedSeconds)
+		return
+	}
+	fmt.Fprintf(b, "blksim engine: %d simulated IOs, %d events, %.2f s wall, %.2f s simulated, %.0f simulated IOs per wall second\n",
+		e.SimulatedIOs, e.Events, e.WallSeconds, e.SimulatedSeconds, iosPerWallSecond(e))
+}
+
+// iosPerWallSecond is the simulation's speed, 0 when no wall time was
+// recorded.
+func iosPerWallSecond(e *workload.EngineFigures) float64 {
+	if e.WallSeconds <= 0 {
+		return 0
+	}
+	return float64(e.SimulatedIOs) / e.WallSeconds
+}

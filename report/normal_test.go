@@ -1,0 +1,169 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/blksim/blksim/internal/latency"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/workload"
+)
+
+func TestWriteNormalGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteNormal(&b, sampleResult(), Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "normal.golden", b.Bytes())
+}
+
+func TestWriteNormalDeterministic(t *testing.T) {
+	var a, b bytes.Buffer
+	if err := WriteNormal(&a, sampleResult(), Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNormal(&b, sampleResult(), Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("two renderings of the same result differ")
+	}
+}
+
+func TestEngineLine(t *testing.T) {
+	r := &workload.Result{Engine: workload.EngineFigures{
+		SimulatedIOs: 1000000, Events: 5000000, WallSeconds: 2.5, SimulatedSeconds: 600.0012}}
+	tests := []struct {
+		opt  Options
+		want string
+	}{
+		{Options{}, "blksim engine: 1000000 simulated IOs, 5000000 events, 2.50 s wall, 600.00 s simulated, 400000 simulated IOs per wall second\n"},
+		{Options{OmitWall: true}, "blksim engine: 1000000 simulated IOs, 5000000 events, 600.00 s simulated\n"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		if err := WriteNormal(&b, r, tt.opt); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(b.String(), "\n"+tt.want) {
+			t.Errorf("OmitWall=%v: got\n%s\nwant suffix %q", tt.opt.OmitWall, b.String(), tt.want)
+		}
+	}
+	// No wall time recorded: the rate is 0, not Inf.
+	r.Engine.WallSeconds = 0
+	var b strings.Builder
+	if err := WriteNormal(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), ", 0 simulated IOs per wall second") {
+		t.Errorf("zero wall time: %s", b.String())
+	}
+}
+
+// A direction is reported only if it moved bytes in at least 1 ms; slat
+// only if it has samples; a job with neither IO nor error not at all.
+func TestWhatIsLeftOut(t *testing.T) {
+	var clat latency.Histogram
+	clat.Record(5000)
+	r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{
+		{Name: "short", Runtime: 999_999, Read: workload.DirStats{IOs: 1, Bytes: 4096, Clat: clat, Lat: clat}},
+		{Name: "idle", JobID: 1, Runtime: 5e9},
+		{Name: "sync", JobID: 2, Runtime: 5e9, Write: workload.DirStats{IOs: 1, Bytes: 4096, Clat: clat, Lat: clat}},
+	}}}}
+	var b strings.Builder
+	if err := WriteNormal(&b, r, Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, absent := range []string{"  read:", "   READ:", "idle: (groupid", "slat", "bw (", "lock_stat"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("output has %q:\n%s", absent, out)
+		}
+	}
+	for _, present := range []string{"short: (groupid=0", "sync: (groupid=0, jobs=1): err= 0: pid=2:",
+		"  write: IOPS=0, BW=819B/s (819B/s)(4096B/5000msec)", "    clat (nsec): min=5000, max=5000, avg=5000.00, stdev= 0.00",
+		"  WRITE: bw=819B/s (819B/s), 819B/s-819B/s (819B/s-819B/s), io=4096B (4096B), run=5000-5000msec"} {
+		if !strings.Contains(out, present) {
+			t.Errorf("output lacks %q:\n%s", present, out)
+		}
+	}
+}
+
+func TestNumjobsClonesInDescription(t *testing.T) {
+	j := workload.JobResult{Name: "clone", RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1}
+	r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{j, j, j}}}}
+	var b strings.Builder
+	if err := WriteNormal(&b, r, Options{OmitWall: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "clone: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n...\n\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("got\n%s\nwant prefix\n%s", b.String(), want)
+	}
+}
+
+type failingWriter struct{ n int }
+
+var errWrite = errors.New("disk full")
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errWrite
+	}
+	f.n--
+	return len(p), nil
+}
+
+func TestWriteErrorsAreReturned(t *testing.T) {
+	r := sampleResult()
+	if err := WriteNormal(&failingWriter{}, r, Options{}); !errors.Is(err, errWrite) {
+		t.Errorf("WriteNormal: %v", err)
+	}
+	if err := WriteJSON(&failingWriter{}, r, Options{}); !errors.Is(err, errWrite) {
+		t.Errorf("WriteJSON: %v", err)
+	}
+	if err := WriteLockStat(&failingWriter{}, r.Locks); !errors.Is(err, errWrite) {
+		t.Errorf("WriteLockStat: %v", err)
+	}
+}
+
+func TestWriteLockStat(t *testing.T) {
+	var b strings.Builder
+	if err := WriteLockStat(&b, nil); err != nil || b.Len() != 0 {
+		t.Fatalf("no locks: %q, %v", b.String(), err)
+	}
+	if err := WriteLockStat(&b, []sim.LockStats{{Name: "idle", Kind: "mutex"}}); err != nil || b.Len() != 0 {
+		t.Fatalf("never acquired: %q, %v", b.String(), err)
+	}
+	if err := WriteLockStat(&b, sampleResult().Locks); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	// Title, header, rule, then rows: rwsem modes suffixed, mutex and
+	// semaphore not; handoffs on the lock's first row only.
+	if len(lines) != 3+5 {
+		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
+	}
+	names := []string{"blk:tags:nvme0n1 ", "ext4:i_rwsem:file0-R ", "ext4:i_rwsem:file0-W ", "fs:s_umount-R ", "jbd2:j_state_lock "}
+	for i, n := range names {
+		if !strings.HasPrefix(lines[3+i], n) {
+			t.Errorf("row %d = %q, want name %q", i, lines[3+i], n)
+		}
+	}
+	for _, l := range lines[1:] {
+		if len(l) != len(lines[1]) {
+			t.Errorf("line %q is not as wide as the header", l)
+		}
+	}
+	r := strings.Fields(lines[4]) // ext4:i_rwsem:file0-R
+	want := []string{"ext4:i_rwsem:file0-R", "4100", "0.80", "12000.00", "3900000.00", "951.22",
+		"79000", "60.00", "28000.00", "190000000.00", "2405.06", "0", "17"}
+	if strings.Join(r, " ") != strings.Join(want, " ") {
+		t.Errorf("row\n got %v\nwant %v", r, want)
+	}
+	if f := strings.Fields(lines[5]); f[len(f)-1] != "-" || f[len(f)-2] != "310" {
+		t.Errorf("second row of a lock: %v", f)
+	}
+}

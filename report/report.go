@@ -1,0 +1,84 @@
+// Package report renders a [workload.Result] the way fio shows its results:
+// fio's "normal" text layout ([WriteNormal]) and its --output-format=json
+// layout ([WriteJSON]), each followed by blksim's own figures (the
+// lockstat-style lock table and the engine's work).
+//
+// Numbers are formatted with fio's rules (num2str with 4 significant
+// figures, KiB/MiB with the decimal MB/s alternative in parentheses,
+// nsec/usec/msec chosen by magnitude), so the output can be read, diffed and
+// parsed like fio's. Where fio prints something blksim does not measure
+// (bandwidth and IOPS samples, CPU usage, IO depth distributions), the line
+// or field is left out rather than filled with invented values.
+//
+// Output is a function of the Result and the Options only: no clocks, no map
+// iteration, no environment. Wall-clock figures, the one non-deterministic
+// part of a Result, are dropped with [Options.OmitWall].
+package report
+
+import (
+	"github.com/blksim/blksim/internal/latency"
+	"github.com/blksim/blksim/workload"
+)
+
+// Options controls the parts of a report that do not follow from the
+// simulated run alone. The zero value prints everything.
+type Options struct {
+	// OmitWall leaves out the wall-clock figures (wall seconds and simulated
+	// IOs per wall second), making the output deterministic for a given
+	// seed. Golden-file tests set it.
+	OmitWall bool
+}
+
+// fixedDate replaces the date fio prints in each job's header line: fio
+// prints the current time, blksim prints ctime of the Unix epoch (in UTC), so
+// that text output is reproducible and still has the shape of fio's. The
+// JSON "timestamp" is 0 to match.
+const fixedDate = "Thu Jan  1 00:00:00 1970"
+
+// defaultPercentiles is fio's default percentile_list.
+var defaultPercentiles = [...]float64{1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99}
+
+// emptyDir is an all-zero direction, rendered for fio's trim direction.
+var emptyDir workload.DirStats
+
+// direction names one IO direction of a job as fio does.
+type direction struct {
+	name  string // "read": the per-job line and the JSON key
+	stats *workload.DirStats
+}
+
+// directions returns the job's read and write directions, in fio's order.
+func directions(j *workload.JobResult) [2]direction {
+	return [2]direction{
+		{name: "read", stats: &j.Read},
+		{name: "write", stats: &j.Write},
+	}
+}
+
+// runtimeMsec is the job's runtime in whole milliseconds (truncated), the
+// unit fio keeps runtimes in.
+func runtimeMsec(j *workload.JobResult) uint64 {
+	if j.Runtime <= 0 {
+		return 0
+	}
+	return uint64(j.Runtime / 1e6)
+}
+
+// dirRuntimeMsec is fio's per-direction runtime: the job's runtime if the
+// job moved bytes in that direction, else 0. Like fio, a direction with a
+// zero runtime (under 1 ms) is not reported, as its rates are undefined.
+func dirRuntimeMsec(j *workload.JobResult, d *workload.DirStats) uint64 {
+	if d.Bytes == 0 {
+		return 0
+	}
+	return runtimeMsec(j)
+}
+
+// percentiles returns fio's default percentiles of h, in nanoseconds.
+func percentiles(h *latency.Histogram) []uint64 {
+	v := make([]uint64, len(defaultPercentiles))
+	for i, p := range defaultPercentiles {
+		v[i] = uint64(h.Percentile(p))
+	}
+	return v
+}

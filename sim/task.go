@@ -1,0 +1,348 @@
+package sim
+
+import (
+	"iter"
+	"runtime/debug"
+	"time"
+)
+
+type taskState uint8
+
+const (
+	taskNew taskState = iota
+	taskRunning
+	taskBlocked
+	taskDone
+)
+
+// stopSignal unwinds a task whose coroutine is being stopped by Close.
+type stopSignal struct{}
+
+// Task is a simulated thread: a sequential function that blocks only
+// through engine primitives. A Task's methods may be called only from the
+// task's own function (they block the task); its accessors may be called
+// from anywhere on the engine goroutine.
+type Task struct {
+	e     *Engine
+	name  string
+	id    int
+	state taskState
+	// running is true while the task executes or burns CPU (spinning
+	// included); false while it sleeps or waits for a CPU. Optimistic
+	// spinners look at the owner's running flag.
+	running  bool
+	stopping bool
+	// pending is set while a resume event is scheduled; a second one would
+	// be a model bug.
+	pending bool
+
+	next  func() (struct{}, bool)
+	stop  func()
+	yield func(struct{}) bool
+
+	// CPU scheduling.
+	cpu   int
+	burst time.Duration
+
+	// Intrusive wait-list links: a task waits on one thing at a time.
+	prev, nextW *Task
+	list        *taskList
+	// Wait bookkeeping used by the lock primitives.
+	waitWrite bool
+	waitSince Time
+	granted   bool
+	woken     bool
+	spinning  bool
+	spinStart Time
+	spinLock  *RWSem
+
+	held []heldLock
+}
+
+type heldLock struct {
+	l     *RWSem
+	write bool
+	at    Time
+}
+
+// Go creates a task named name that runs fn, starting at the current time
+// (after events already scheduled for it). The name appears in panics and
+// statistics.
+func (e *Engine) Go(name string, fn func(t *Task)) *Task {
+	t := &Task{e: e, name: name, id: e.nextID, cpu: -1}
+	e.nextID++
+	seq := func(yield func(struct{}) bool) {
+		t.yield = yield
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(stopSignal); ok {
+					return
+				}
+				if e.err == nil {
+					e.err = &TaskPanicError{Task: t.name, Time: e.now, Value: r, Stack: string(debug.Stack())}
+				}
+			}
+		}()
+		fn(t)
+	}
+	t.next, t.stop = iter.Pull(seq)
+	if e.closed {
+		// Fix (tests): iter.Pull has already created the coroutine's
+		// goroutine; on a closed engine nothing would ever stop it.
+		t.stop()
+		t.state = taskDone
+		return t
+	}
+	e.tasks = append(e.tasks, t)
+	t.wake(0)
+	return t
+}
+
+// Name returns the task's name.
+func (t *Task) Name() string { return t.name }
+
+// ID returns the task's creation index (0 for the first task).
+func (t *Task) ID() int { return t.id }
+
+// Engine returns the engine the task runs on.
+func (t *Task) Engine() *Engine { return t.e }
+
+// Now returns the engine's current time.
+func (t *Task) Now() Time { return t.e.now }
+
+// Running reports whether the task is executing or burning CPU (as opposed
+// to sleeping or waiting for a CPU).
+func (t *Task) Running() bool { return t.running }
+
+// Fire resumes the task; the engine calls it for the task's own events.
+func (t *Task) Fire(uint64) {
+	if t.state == taskDone {
+		return
+	}
+	t.pending = false
+	e := t.e
+	prev := e.current
+	e.current = t
+	t.state = taskRunning
+	t.running = true
+	_, ok := t.next()
+	e.current = prev
+	if !ok {
+		t.state = taskDone
+		t.running = false
+		e.reap()
+	}
+}
+
+// reap drops finished tasks from the live list once enough accumulate.
+func (e *Engine) reap() {
+	if len(e.tasks) < 64 {
+		return
+	}
+	live := e.tasks[:0]
+	for _, t := range e.tasks {
+		if t.state != taskDone {
+			live = append(live, t)
+		}
+	}
+	for i := len(live); i < len(e.tasks); i++ {
+		e.tasks[i] = nil
+	}
+	e.tasks = live
+}
+
+// park suspends the task until something schedules it again. sleeping says
+// whether the task leaves the CPU (it is then not running, and spinners on
+// locks it owns give up).
+func (t *Task) park(sleeping bool) {
+	if t.stopping {
+		panic(stopSignal{})
+	}
+	if t.e.current != t {
+		panic("sim: blocking call from outside the task's own function")
+	}
+	t.state = taskBlocked
+	if sleeping {
+		t.running = false
+		t.ownerLeftCPU()
+	}
+	if !t.yield(struct{}{}) {
+		t.stopping = true
+		panic(stopSignal{})
+	}
+}
+
+// ownerLeftCPU makes optimistic spinners on locks this task owns give up.
+func (t *Task) ownerLeftCPU() {
+	for i := range t.held {
+		if h := &t.held[i]; h.write && h.l.spinners.n > 0 {
+			h.l.ownerSleeps()
+		}
+	}
+}
+
+// wake schedules a parked task to run after d.
+func (t *Task) wake(d time.Duration) {
+	if t.pending {
+		panic("sim: task " + t.name + " woken twice")
+	}
+	t.pending = true
+	t.e.After(d, t, 0)
+}
+
+// Sleep blocks the task for d of simulated time without using a CPU.
+func (t *Task) Sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t.wake(d)
+	t.park(true)
+}
+
+// Yield lets every other event scheduled for the current time run first.
+func (t *Task) Yield() {
+	t.wake(0)
+	t.park(false)
+}
+
+// CPU runs the task on one of the host's CPUs for d of simulated time. If
+// every CPU is busy the task waits in a FIFO run queue first (and is not
+// running while it waits).
+func (t *Task) CPU(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	p := &t.e.cpus
+	if id, ok := p.take(); ok {
+		t.cpu = id
+		t.wake(d)
+		t.park(false)
+	} else {
+		t.burst = d
+		p.runq.pushBack(t)
+		t.park(true)
+	}
+	p.release(t.cpu)
+	t.cpu = -1
+}
+
+// resumeAfterSleep charges the host's context-switch cost after a sleep.
+func (t *Task) resumeAfterSleep() {
+	t.CPU(t.e.host.ContextSwitch)
+}
+
+// cpuPool is the set of simulated CPUs and the run queue.
+type cpuPool struct {
+	e     *Engine
+	free  []int // free CPU ids, lowest last popped first
+	runq  taskList
+	busy  []time.Duration
+	since []Time
+}
+
+func (p *cpuPool) init(e *Engine, n int) {
+	p.e = e
+	p.free = make([]int, 0, n)
+	for i := n - 1; i >= 0; i-- {
+		p.free = append(p.free, i)
+	}
+	p.busy = make([]time.Duration, n)
+	p.since = make([]Time, n)
+}
+
+func (p *cpuPool) take() (int, bool) {
+	if len(p.free) == 0 {
+		return 0, false
+	}
+	id := p.free[len(p.free)-1]
+	p.free = p.free[:len(p.free)-1]
+	p.since[id] = p.e.now
+	return id, true
+}
+
+func (p *cpuPool) release(id int) {
+	p.busy[id] += time.Duration(p.e.now - p.since[id])
+	if w := p.runq.popFront(); w != nil {
+		w.cpu = id
+		// Fix (tests): w burns CPU from now on, so it is running (spinners
+		// on locks it owns may spin); it was marked not running while it
+		// waited in the run queue.
+		w.running = true
+		p.since[id] = p.e.now
+		w.wake(w.burst)
+		return
+	}
+	p.free = append(p.free, id)
+	// keep the lowest id on top so allocation is deterministic and compact
+	for i := len(p.free) - 1; i > 0 && p.free[i] > p.free[i-1]; i-- {
+		p.free[i], p.free[i-1] = p.free[i-1], p.free[i]
+	}
+}
+
+// CPUBusy returns the simulated busy time of each CPU so far (bursts that
+// are still running are counted up to Now).
+func (e *Engine) CPUBusy() []time.Duration {
+	out := make([]time.Duration, len(e.cpus.busy))
+	copy(out, e.cpus.busy)
+	for id := range out {
+		inUse := true
+		for _, f := range e.cpus.free {
+			if f == id {
+				inUse = false
+				break
+			}
+		}
+		if inUse {
+			out[id] += time.Duration(e.now - e.cpus.since[id])
+		}
+	}
+	return out
+}
+
+// taskList is an intrusive FIFO of tasks (no allocation).
+type taskList struct {
+	head, tail *Task
+	n          int
+}
+
+func (l *taskList) pushBack(t *Task) {
+	if t.list != nil {
+		panic("sim: task already on a wait list")
+	}
+	t.list = l
+	t.prev = l.tail
+	t.nextW = nil
+	if l.tail != nil {
+		l.tail.nextW = t
+	} else {
+		l.head = t
+	}
+	l.tail = t
+	l.n++
+}
+
+func (l *taskList) remove(t *Task) {
+	if t.list != l {
+		panic("sim: task not on this list")
+	}
+	if t.prev != nil {
+		t.prev.nextW = t.nextW
+	} else {
+		l.head = t.nextW
+	}
+	if t.nextW != nil {
+		t.nextW.prev = t.prev
+	} else {
+		l.tail = t.prev
+	}
+	t.prev, t.nextW, t.list = nil, nil, nil
+	l.n--
+}
+
+func (l *taskList) popFront() *Task {
+	t := l.head
+	if t != nil {
+		l.remove(t)
+	}
+	return t
+}

@@ -1,0 +1,145 @@
+package stack
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/blksim/blksim"
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/fsmodel"
+	"github.com/blksim/blksim/internal/tomlkv"
+	"github.com/blksim/blksim/sim"
+)
+
+type durationT = time.Duration
+
+// Stack is a built stack: the engine and every layer on it.
+type Stack struct {
+	Engine *sim.Engine
+	Device blockdev.Device
+	Queue  *blockdev.Queue
+	FS     *fsmodel.FS
+	Config *Config
+	// Host is the host cost set the stack runs with.
+	Costs fsmodel.Costs
+	// AppPerIO is the application's CPU time between two IOs.
+	AppPerIO time.Duration
+}
+
+// Build creates an engine seeded with seed and the stack c describes.
+func Build(c *Config, seed uint64) (*Stack, error) {
+	host := sim.Host{
+		CPUs:          c.integer("host.cpus"),
+		WakeLatency:   c.duration("host.wake_latency"),
+		ContextSwitch: c.duration("host.context_switch"),
+		SpinHandoff:   c.duration("host.spin_handoff"),
+	}
+	if host.CPUs < 1 {
+		return nil, fmt.Errorf("%s: %w: key \"host.cpus\" must be at least 1", c.Where("host.cpus"), ErrConfig)
+	}
+	e := sim.New(sim.Options{Seed: seed, Host: host})
+	dev, err := c.buildDevice(e)
+	if err != nil {
+		return nil, err
+	}
+	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{
+		MaxSectorsKB: c.integer("queue.max_sectors_kb"),
+		NrRequests:   c.integer("queue.nr_requests"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	costs := fsmodel.Costs{
+		Syscall:     c.duration("host.syscall"),
+		DIOSetup:    c.duration("host.dio_setup"),
+		DIOPerPage:  c.duration("host.dio_per_page"),
+		DIOComplete: c.duration("host.dio_complete"),
+		BioSubmit:   c.duration("host.bio_submit"),
+	}
+	handoff := c.duration("rwsem.handoff_timeout")
+	if handoff == 0 {
+		handoff = -1 // disabled
+	}
+	lockOpt := sim.RWSemOptions{
+		WriterSpin:     c.boolean("rwsem.writer_spin"),
+		ReaderSpin:     c.boolean("rwsem.reader_spin"),
+		HandoffTimeout: handoff,
+		WakeAnyReaders: c.boolean("rwsem.wake_any_readers"),
+	}
+	var policy fsmodel.LockPolicy
+	switch c.Get("fs") {
+	case "ext4":
+		policy = fsmodel.Ext4{
+			ParallelDIOReads: c.boolean("ext4.parallel_dio_reads"),
+			DioreadNolock:    c.boolean("ext4.dioread_nolock"),
+			IomapDIO:         c.boolean("ext4.iomap_dio"),
+		}
+	default:
+		return nil, fmt.Errorf("%s: %w: unknown fs %q", c.Where("fs"), ErrConfig, c.Get("fs"))
+	}
+	fsys, err := fsmodel.New(e, q, fsmodel.Options{Policy: policy, Lock: lockOpt, Costs: costs, Name: c.Get("fs")})
+	if err != nil {
+		return nil, err
+	}
+	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
+		AppPerIO: c.duration("host.app_per_io")}, nil
+}
+
+// buildDevice loads the profile and applies device.* overrides.
+func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
+	name := c.Get("device.profile")
+	var data []byte
+	var err error
+	src := name
+	if strings.HasSuffix(name, ".toml") || strings.ContainsRune(name, os.PathSeparator) {
+		path := name
+		if !filepath.IsAbs(path) && c.dir != "" {
+			path = filepath.Join(c.dir, path)
+		}
+		src = path
+		data, err = os.ReadFile(path)
+	} else {
+		src = "testdata/devices/" + name + ".toml"
+		data, err = fs.ReadFile(blksim.Testdata, src)
+		if err != nil {
+			err = fmt.Errorf("no embedded device profile %q (have: %s)", name, strings.Join(EmbeddedProfiles(), ", "))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: device.profile: %v", c.Where("device.profile"), ErrConfig, err)
+	}
+	kv, err := tomlkv.Parse(src, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	vals := make(map[string]blockdev.ProfileValue, len(kv))
+	for k, v := range kv {
+		vals[k] = blockdev.ProfileValue{Text: v.Text, Where: fmt.Sprintf("%s:%d", src, v.Line)}
+	}
+	for k, v := range c.vals {
+		if dk, ok := strings.CutPrefix(k, "device."); ok && k != "device.profile" {
+			vals[dk] = blockdev.ProfileValue{Text: v, Where: c.where[k]}
+		}
+	}
+	dev, err := blockdev.NewFromProfile(e, vals)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return dev, nil
+}
+
+// EmbeddedProfiles lists the device profiles built into the binary.
+func EmbeddedProfiles() []string {
+	ents, _ := fs.ReadDir(blksim.Testdata, "testdata/devices")
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,257 @@
+// Package stack describes and builds a simulated IO stack: which device
+// profile, which host, which filesystem with which lock rules. A stack is
+// a set of dotted keys ("ext4.parallel_dio_reads", "host.cpus",
+// "device.program_time") read from a TOML file and overridden with --set;
+// every key has a type and a default, and unknown keys are errors.
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/blksim/blksim/internal/tomlkv"
+	"github.com/blksim/blksim/internal/units"
+)
+
+// ErrConfig is wrapped by every error about a stack file or --set value.
+var ErrConfig = errors.New("bad stack configuration")
+
+// kind is a key's value type.
+type kind uint8
+
+const (
+	kBool kind = iota
+	kInt
+	kSize
+	kDuration
+	kString
+)
+
+// keyDef declares one stack key.
+type keyDef struct {
+	name string
+	kind kind
+	def  string
+	doc  string
+	enum []string
+}
+
+// Keys of a stack. "device.*" keys other than device.profile override the
+// device profile's own keys and are checked when the device is built.
+var keyDefs = []keyDef{
+	{"fs", kString, "ext4", "filesystem personality", []string{"ext4"}},
+	{"ext4.parallel_dio_reads", kBool, "true", "DIO reads take i_rwsem shared across the IO (v4.9 commit 16c54688)", nil},
+	{"ext4.dioread_nolock", kBool, "false", "dioread_nolock mount option", nil},
+	{"ext4.iomap_dio", kBool, "false", "5.6+ iomap DIO locking (shared for reads and aligned overwrites)", nil},
+	{"device.profile", kString, "p3600", "device profile: an embedded name (testdata/devices/NAME.toml) or a .toml path", nil},
+	{"queue.max_sectors_kb", kInt, "0", "request size cap in KiB (0: the device's max_hw_sectors_kb)", nil},
+	{"queue.nr_requests", kInt, "0", "requests in flight (0: the device's queue depth)", nil},
+	{"host.cpus", kInt, "16", "simulated CPUs", nil},
+	{"host.wake_latency", kDuration, "3us", "from waking a sleeping task to it running", nil},
+	{"host.context_switch", kDuration, "1us", "CPU time to switch a task back in after it slept", nil},
+	{"host.spin_handoff", kDuration, "150ns", "lock handoff to a spinning waiter (cache-line transfer)", nil},
+	{"host.syscall", kDuration, "600ns", "syscall entry plus exit CPU time", nil},
+	{"host.dio_setup", kDuration, "1500ns", "direct-IO setup CPU time (checks, mapping, bio submission)", nil},
+	{"host.dio_per_page", kDuration, "40ns", "direct-IO CPU time per 4 KiB page (pinning, bio_add_page)", nil},
+	{"host.bio_submit", kDuration, "2us", "CPU time to submit one bio to the driver (block layer, queue_rq, doorbell)", nil},
+	{"host.dio_complete", kDuration, "500ns", "direct-IO completion CPU time after the bios end", nil},
+	{"host.app_per_io", kDuration, "500ns", "CPU time of the application (fio) between two IOs", nil},
+	{"rwsem.writer_spin", kBool, "true", "writers spin while a running writer owns an rwsem", nil},
+	{"rwsem.reader_spin", kBool, "false", "readers spin while a running writer owns an rwsem (2016 RFC)", nil},
+	{"rwsem.handoff_timeout", kDuration, "4ms", "first-waiter wait after which lock stealing stops (0: never)", nil},
+	{"rwsem.wake_any_readers", kBool, "false", "wake up to 256 readers from anywhere in the queue (5.3+)", nil},
+}
+
+func lookupKey(name string) (*keyDef, bool) {
+	for i := range keyDefs {
+		if keyDefs[i].name == name {
+			return &keyDefs[i], true
+		}
+	}
+	return nil, false
+}
+
+// KeyDoc is one key's name, default and description, for help output.
+type KeyDoc struct {
+	Name, Default, Doc string
+}
+
+// Keys documents every stack key (device keys come from the profile).
+func Keys() []KeyDoc {
+	out := make([]KeyDoc, len(keyDefs))
+	for i, k := range keyDefs {
+		out[i] = KeyDoc{k.name, k.def, k.doc}
+	}
+	return out
+}
+
+// Config is a stack's keys and values. The zero value is not usable; start
+// from Default or Load.
+type Config struct {
+	vals  map[string]string
+	where map[string]string
+	// dir resolves relative device profile paths.
+	dir string
+}
+
+// Default returns the default stack: ext4 on kernel 5.2 with default mount
+// options on the P3600 profile.
+func Default() *Config {
+	c := &Config{vals: make(map[string]string), where: make(map[string]string)}
+	for _, k := range keyDefs {
+		c.vals[k.name] = k.def
+		c.where[k.name] = "default"
+	}
+	return c
+}
+
+// Load reads a stack file over the defaults.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	c := Default()
+	c.dir = filepath.Dir(path)
+	if err := c.merge(path, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Parse reads stack file data (named name in errors) over the defaults;
+// relative profile paths resolve against dir.
+func Parse(name string, data []byte, dir string) (*Config, error) {
+	c := Default()
+	c.dir = dir
+	if err := c.merge(name, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) merge(name string, data []byte) error {
+	kv, err := tomlkv.Parse(name, data)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return kv[keys[i]].Line < kv[keys[j]].Line || kv[keys[i]].Line == kv[keys[j]].Line && keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v := kv[k]
+		if err := c.Set(k, v.Text, fmt.Sprintf("%s:%d", name, v.Line)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Set assigns key = value, checking the key exists and the value has its
+// type; where ("file:line" or "--set") is kept for later errors.
+func (c *Config) Set(key, value, where string) error {
+	if strings.HasPrefix(key, "device.") && key != "device.profile" {
+		if len(key) == len("device.") {
+			return fmt.Errorf("%s: %w: empty device key", where, ErrConfig)
+		}
+		c.vals[key] = value
+		c.where[key] = where
+		return nil
+	}
+	def, ok := lookupKey(key)
+	if !ok {
+		return fmt.Errorf("%s: %w: unknown key %q (see 'blksim keys')", where, ErrConfig, key)
+	}
+	if err := checkValue(def, value); err != nil {
+		return fmt.Errorf("%s: %w: key %q: %v", where, ErrConfig, key, err)
+	}
+	c.vals[key] = value
+	c.where[key] = where
+	return nil
+}
+
+// SetArg applies a "KEY=VALUE" command-line override.
+func (c *Config) SetArg(arg string) error {
+	k, v, ok := strings.Cut(arg, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("--set %s: %w: want KEY=VALUE", arg, ErrConfig)
+	}
+	return c.Set(strings.TrimSpace(k), strings.TrimSpace(v), "--set "+strings.TrimSpace(k))
+}
+
+func checkValue(def *keyDef, v string) error {
+	var err error
+	switch def.kind {
+	case kBool:
+		_, err = units.ParseBool(v)
+	case kInt:
+		_, err = units.ParseInt(v, 0, 1<<20)
+	case kSize:
+		_, err = units.ParseSize(v)
+	case kDuration:
+		_, err = units.ParseDuration(v)
+	case kString:
+		if def.enum != nil && !contains(def.enum, v) {
+			err = fmt.Errorf("%q is not one of %s", v, strings.Join(def.enum, ", "))
+		}
+	}
+	return err
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns a key's value ("" if unset).
+func (c *Config) Get(key string) string { return c.vals[key] }
+
+// Where returns where a key was set: "default", "file:line" or "--set KEY".
+func (c *Config) Where(key string) string { return c.where[key] }
+
+// Clone returns an independent copy.
+func (c *Config) Clone() *Config {
+	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir}
+	for k, v := range c.vals {
+		n.vals[k] = v
+	}
+	for k, v := range c.where {
+		n.where[k] = v
+	}
+	return n
+}
+
+// Sorted returns every key=value pair, sorted by key.
+func (c *Config) Sorted() [][2]string {
+	out := make([][2]string, 0, len(c.vals))
+	for k, v := range c.vals {
+		out = append(out, [2]string{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// The typed getters below are used after validation; a parse failure
+// there would be a bug in Set, so they fall back to the zero value.
+
+func (c *Config) boolean(key string) bool { b, _ := units.ParseBool(c.vals[key]); return b }
+func (c *Config) integer(key string) int {
+	n, _ := units.ParseInt(c.vals[key], 0, 1<<20)
+	return int(n)
+}
+func (c *Config) duration(key string) durationT {
+	d, _ := units.ParseDuration(c.vals[key])
+	return d
+}
