@@ -46,6 +46,13 @@ type NVMeParams struct {
 	// wait behind at most that many programs; 0 means no cap: buffered
 	// data is issued as soon as a program unit is full.
 	ProgramQueue int
+	// StreamMin is the size from which writes stream past the DRAM
+	// buffer: their program units queue at the dies directly (in arrival
+	// order with reads) and the write completes when its last unit's
+	// program has started, the data being in the die's page register.
+	// Such writes are bounded by die time, not buffer space, and reads
+	// queue behind their programs. 0 means every write is buffered.
+	StreamMin int64
 }
 
 // Validate checks that the parameters describe a working device.
@@ -93,7 +100,8 @@ const (
 // program suspend); reads touch the die of each NAND page they cover
 // (pages are striped across dies); writes are absorbed by the write buffer
 // and programmed later, one program-size unit at a time, round-robin over
-// the dies (respecting ProgramQueue). The host link is one FIFO
+// the dies (respecting ProgramQueue); writes of StreamMin bytes or more
+// bypass the buffer. The host link is one FIFO
 // server.
 type NVMe struct {
 	e     *sim.Engine
@@ -174,6 +182,8 @@ func (d *NVMe) Fire(arg uint64) {
 		r := d.slots.get(slot)
 		if r.Op == OpRead {
 			d.readMedia(r, slot)
+		} else if d.p.StreamMin > 0 && r.Bytes >= d.p.StreamMin {
+			d.stream(r, slot)
 		} else {
 			d.admitq = append(d.admitq, slot)
 			d.admit()
@@ -241,6 +251,23 @@ func (d *NVMe) admit() {
 		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
 	}
 	d.issuePrograms()
+}
+
+// stream queues a large write's units at the dies round-robin and
+// completes it when its last program has started.
+func (d *NVMe) stream(r *Request, slot int) {
+	ready := d.reserveLink(r.Bytes)
+	n := len(d.dies)
+	done := ready
+	for left := r.Bytes; left > 0; left -= d.unit {
+		die := d.nextDie
+		d.nextDie = (die + 1) % n
+		start := max(ready, d.dies[die]) + sim.Time(transferTime(min(left, d.unit), d.p.ChannelMBps))
+		d.dies[die] = start + sim.Time(d.p.ProgramTime)
+		d.Programs++
+		done = max(done, start)
+	}
+	d.e.At(done, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
 }
 
 // issuePrograms hands full units of buffered data to dies, round-robin,

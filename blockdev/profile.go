@@ -83,6 +83,7 @@ var nvmeKeys = map[string]profileKey[NVMeParams]{
 	"read_overhead":      durKey("controller latency per read command", func(p *NVMeParams) *time.Duration { return &p.ReadOverhead }),
 	"write_overhead":     durKey("controller latency per write command", func(p *NVMeParams) *time.Duration { return &p.WriteOverhead }),
 	"write_buffer":       sizeKey("DRAM write buffer size", func(p *NVMeParams) *int64 { return &p.WriteBuffer }),
+	"stream_min":         sizeKey("writes this large bypass the buffer", func(p *NVMeParams) *int64 { return &p.StreamMin }),
 	"program_queue":      intKey("cap on programs issued to one die (0: none)", func(p *NVMeParams) *int { return &p.ProgramQueue }),
 }
 

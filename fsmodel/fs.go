@@ -181,7 +181,8 @@ func (f *File) direct(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stam
 	fs := f.fs
 	c := &fs.opt.Costs
 	t.CPU(c.Syscall / 2)
-	defer t.CPU(c.Syscall - c.Syscall/2)
+	// The exit half runs with the caller's next CPU burst.
+	defer t.Charge(c.Syscall - c.Syscall/2)
 	if err := fs.q.CheckAlignment(off, n); err != nil {
 		return fmt.Errorf("%s %s: %w", f.name, op, err)
 	}
@@ -257,7 +258,6 @@ const maxBioBytes = 256 * 4096
 func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s blockdev.Stamp) {
 	c := &f.fs.opt.Costs
 	pages := (n + 4095) / 4096
-	t.CPU(c.DIOSetup + c.DIOPerPage*time.Duration(pages))
 	used := 0
 	f.ext.Map(off, n, func(_, phys, length int64) {
 		for length > 0 {
@@ -275,7 +275,7 @@ func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s block
 		}
 	})
 	d.remaining = used
-	t.CPU(c.BioSubmit * time.Duration(used))
+	t.CPU(c.DIOSetup + c.DIOPerPage*time.Duration(pages) + c.BioSubmit*time.Duration(used))
 	for _, b := range d.bios[:used] {
 		f.fs.q.Submit(b)
 	}

@@ -154,6 +154,9 @@ func (e *Engine) NewRand(stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(e.seed, stream*0x9e3779b97f4a7c15+1))
 }
 
+// Seed returns the seed the engine was created with.
+func (e *Engine) Seed() uint64 { return e.seed }
+
 // Events returns the number of events dispatched so far.
 func (e *Engine) Events() uint64 { return e.events }
 

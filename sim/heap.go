@@ -33,25 +33,33 @@ func (h *eventHeap) len() int { return len(h.items) }
 
 func (h *eventHeap) push(e event) {
 	h.items = append(h.items, e)
-	i := len(h.items) - 1
+	items := h.items
+	i := len(items) - 1
+	// Move parents down into the hole until e fits, then place e once.
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.items[i].before(&h.items[p]) {
+		if !e.before(&items[p]) {
 			break
 		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
+		items[i] = items[p]
 		i = p
 	}
+	items[i] = e
 }
 
 func (h *eventHeap) peek() *event { return &h.items[0] }
 
 func (h *eventHeap) pop() event {
-	top := h.items[0]
-	n := len(h.items) - 1
-	h.items[0] = h.items[n]
-	h.items[n] = event{}
-	h.items = h.items[:n]
+	items := h.items
+	top := items[0]
+	n := len(items) - 1
+	last := items[n]
+	items[n] = event{}
+	h.items = items[:n]
+	if n == 0 {
+		return top
+	}
+	// Move the smaller child up into the hole until last fits.
 	i := 0
 	for {
 		l := 2*i + 1
@@ -59,14 +67,15 @@ func (h *eventHeap) pop() event {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h.items[r].before(&h.items[l]) {
+		if r := l + 1; r < n && items[r].before(&items[l]) {
 			m = r
 		}
-		if !h.items[m].before(&h.items[i]) {
+		if !items[m].before(&last) {
 			break
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		items[i] = items[m]
 		i = m
 	}
+	items[i] = last
 	return top
 }

@@ -111,6 +111,7 @@ func (r *RWSem) canSpinOn() bool {
 
 // DownRead takes the lock shared, blocking t as needed.
 func (r *RWSem) DownRead(t *Task) {
+	t.Flush()
 	start := r.e.now
 	if r.writer == nil && r.waiters.n == 0 {
 		r.readers++
@@ -142,6 +143,7 @@ func (r *RWSem) DownRead(t *Task) {
 
 // DownWrite takes the lock exclusively, blocking t as needed.
 func (r *RWSem) DownWrite(t *Task) {
+	t.Flush()
 	start := r.e.now
 	if r.writer == nil && r.readers == 0 && r.waiters.n == 0 {
 		r.takeWrite(t)
@@ -229,6 +231,7 @@ func (r *RWSem) endSpin(t *Task) bool {
 
 // UpRead releases a shared hold.
 func (r *RWSem) UpRead(t *Task) {
+	t.Flush()
 	if r.readers <= 0 {
 		panic("sim: UpRead of rwsem " + r.name + " not held for read")
 	}
@@ -241,6 +244,7 @@ func (r *RWSem) UpRead(t *Task) {
 
 // UpWrite releases an exclusive hold.
 func (r *RWSem) UpWrite(t *Task) {
+	t.Flush()
 	if r.writer != t {
 		panic("sim: UpWrite of rwsem " + r.name + " by a task that does not own it")
 	}

@@ -623,15 +623,18 @@ func TestRWSemMixedSpinners(t *testing.T) {
 }
 
 // TestLockStats checks every lockstat figure against a hand-computed
-// timeline (wake latency 5us, context switch 1us, charged inside the hold):
+// timeline (wake latency 5us; the 1us context switch after a sleep is
+// charged and runs with the next CPU burst or before the release, so it
+// counts in the hold but not in the wait):
 //
 //	 0us  w1 takes the lock (fast path); releases at 10us       hold 10
 //	 2us  r1 queues; 4us r2 queues; 6us w2 queues behind them
 //	10us  r1 and r2 granted; run at 15us (waits 13 and 11)
-//	20us  r1 releases (hold 15..20 = 5); 36us r2 releases (hold 21)
+//	20us  r1 releases (hold 15..20 = 1+4); 36us r2 releases (hold 1+20)
 //	30us  r3 queues behind the waiting w2 (rule (a))
-//	36us  w2 woken; takes the lock at 41us (wait 35); releases at 45us (hold 4)
-//	45us  r3 granted; runs at 50us (wait 20); releases at 51us (hold 1)
+//	36us  w2 woken; takes the lock at 41us (wait 35); releases at 45us (hold 1+3)
+//	45us  r3 granted; runs at 50us (wait 20); releases at 51us, after its
+//	      context switch (hold 1)
 func TestLockStats(t *testing.T) {
 	e := newEngine(t, sim.Host{CPUs: 4, WakeLatency: 5 * us, ContextSwitch: 1 * us})
 	rec := &recorder{}
@@ -649,14 +652,14 @@ func TestLockStats(t *testing.T) {
 	assert.Equal(t, []event{
 		{0, "w1 down_write"},
 		{10 * us, "w1 up_write"},
-		{16 * us, "r1 down_read"}, // after the context switch
-		{16 * us, "r2 down_read"},
+		{15 * us, "r1 down_read"}, // the context switch runs with the burst
+		{15 * us, "r2 down_read"},
 		{20 * us, "r1 up_read"},
 		{36 * us, "r2 up_read"},
-		{42 * us, "w2 down_write"},
+		{41 * us, "w2 down_write"},
 		{45 * us, "w2 up_write"},
-		{51 * us, "r3 down_read"},
-		{51 * us, "r3 up_read"},
+		{50 * us, "r3 down_read"},
+		{51 * us, "r3 up_read"}, // up_read runs the context switch first
 		{100 * us, "m lock"},
 		{102 * us, "m unlock"},
 	}, rec.evs)
@@ -682,6 +685,8 @@ func TestLockStats(t *testing.T) {
 	assert.Equal(t, "mutex", all[0].Kind)
 	assert.Equal(t, sim.LockModeStats{Acquisitions: 1, HoldTotal: 2 * us, HoldMax: 2 * us, HoldMin: 2 * us}, all[0].Write)
 	assert.Equal(t, want, all[1])
+	// Bursts: w1 10, r1 1+4, r2 1+20, w2 1+3, r3 1, m 2.
+	assert.Equal(t, 43*us, sum(e.CPUBusy()), "every context switch is CPU time")
 }
 
 // TestLockStatsZeroHold: HoldMin is the smallest hold, even when that hold

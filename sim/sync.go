@@ -9,6 +9,7 @@ type WaitQueue struct {
 // Wait puts t to sleep until a WakeOne or WakeAll reaches it. The task
 // runs again the host's wake latency after the wake.
 func (q *WaitQueue) Wait(t *Task) {
+	t.Flush()
 	q.waiters.pushBack(t)
 	t.park(true)
 	t.resumeAfterSleep()
@@ -48,6 +49,7 @@ type Completion struct {
 
 // Wait blocks t until the completion is done, consuming one Complete.
 func (c *Completion) Wait(t *Task) {
+	t.Flush()
 	if c.all {
 		return
 	}
@@ -99,6 +101,7 @@ func NewSemaphore(n int) *Semaphore { return &Semaphore{count: n} }
 
 // Acquire takes one unit, sleeping in FIFO order until one is available.
 func (s *Semaphore) Acquire(t *Task) {
+	t.Flush()
 	if s.count > 0 && s.waiters.n == 0 {
 		s.count--
 		return

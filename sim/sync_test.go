@@ -11,44 +11,57 @@ import (
 	"github.com/blksim/blksim/sim"
 )
 
+// TestWaitQueue: a woken task returns from Wait the wake latency after the
+// wake; the context switch is charged to it (Owed) and runs with its next
+// CPU burst, so every waiter's 2us burst after the wake takes 2us plus the
+// context switch.
 func TestWaitQueue(t *testing.T) {
 	tests := []struct {
 		name string
 		host sim.Host
 		hog  time.Duration // a task burning one CPU from time 0
 		want []event
+		busy time.Duration // total CPU busy time
 	}{
 		{
 			name: "free scheduling",
 			host: sim.Host{CPUs: 4},
 			want: []event{
-				{10 * us, "wakeOne=true"}, {10 * us, "w1 woke"},
-				{20 * us, "wakeAll=2"}, {20 * us, "w2 woke"}, {20 * us, "w3 woke"},
+				{10 * us, "wakeOne=true"}, {10 * us, "w1 woke owed=0s"},
+				{12 * us, "w1 ran"},
+				{20 * us, "wakeAll=2"}, {20 * us, "w2 woke owed=0s"}, {20 * us, "w3 woke owed=0s"},
+				{22 * us, "w2 ran"}, {22 * us, "w3 ran"},
 				{30 * us, "wakeOne=false"},
 			},
+			busy: 3 * 2 * us,
 		},
 		{
 			name: "wake latency and context switch after a sleep",
 			host: sim.Host{CPUs: 4, WakeLatency: 5 * us, ContextSwitch: 1 * us},
 			want: []event{
-				{10 * us, "wakeOne=true"}, {16 * us, "w1 woke"},
-				{20 * us, "wakeAll=2"}, {26 * us, "w2 woke"}, {26 * us, "w3 woke"},
+				{10 * us, "wakeOne=true"}, {15 * us, "w1 woke owed=1µs"},
+				{18 * us, "w1 ran"}, // 1us context switch + 2us burst
+				{20 * us, "wakeAll=2"}, {25 * us, "w2 woke owed=1µs"}, {25 * us, "w3 woke owed=1µs"},
+				{28 * us, "w2 ran"}, {28 * us, "w3 ran"},
 				{30 * us, "wakeOne=false"},
 			},
+			busy: 3 * (1*us + 2*us),
 		},
 		{
-			// The context switch is CPU time: with the only CPU busy until
-			// 50us, the woken tasks queue for it (FIFO) before they run.
+			// The context switch is CPU time: the woken tasks return from
+			// Wait on time, but with the only CPU busy until 50us their
+			// context switch and burst queue for it (FIFO).
 			name: "context switch waits for a CPU",
 			host: sim.Host{CPUs: 1, WakeLatency: 5 * us, ContextSwitch: 1 * us},
 			hog:  50 * us,
 			want: []event{
-				{10 * us, "wakeOne=true"},
-				{20 * us, "wakeAll=2"},
+				{10 * us, "wakeOne=true"}, {15 * us, "w1 woke owed=1µs"},
+				{20 * us, "wakeAll=2"}, {25 * us, "w2 woke owed=1µs"}, {25 * us, "w3 woke owed=1µs"},
 				{30 * us, "wakeOne=false"},
 				{50 * us, "hog done"},
-				{51 * us, "w1 woke"}, {52 * us, "w2 woke"}, {53 * us, "w3 woke"},
+				{53 * us, "w1 ran"}, {56 * us, "w2 ran"}, {59 * us, "w3 ran"},
 			},
+			busy: 50*us + 3*(1*us+2*us),
 		},
 	}
 	for _, tc := range tests {
@@ -63,7 +76,9 @@ func TestWaitQueue(t *testing.T) {
 			for i, name := range []string{"w1", "w2", "w3"} {
 				waiters = append(waiters, spawn(e, name, time.Duration(i)*us, func(t *sim.Task) {
 					wq.Wait(t)
-					rec.add(t, "woke")
+					rec.add(t, fmt.Sprint("woke owed=", t.Owed()))
+					t.CPU(2 * us)
+					rec.add(t, "ran")
 				}))
 			}
 			// Wakes come from handlers and from a task.
@@ -78,12 +93,25 @@ func TestWaitQueue(t *testing.T) {
 			spawn(e, "waker", 30*us, func(t *sim.Task) { rec.addAt(t.Now(), fmt.Sprint("wakeOne=", wq.WakeOne())) })
 			require.NoError(t, e.Run(-1))
 			assert.Equal(t, tc.want, rec.evs)
+			assert.Equal(t, tc.busy, sum(e.CPUBusy()), "the context switches are CPU time")
 			assert.Zero(t, wq.Len())
 			assert.Zero(t, e.Tasks())
 		})
 	}
 }
 
+// sum adds up per-CPU busy times.
+func sum(ds []time.Duration) time.Duration {
+	var s time.Duration
+	for _, d := range ds {
+		s += d
+	}
+	return s
+}
+
+// TestCompletion: a Wait that sleeps returns the wake latency (5us) after
+// the Complete and charges the context switch (1us), which runs with the
+// task's next CPU burst; a Wait that does not sleep costs nothing.
 func TestCompletion(t *testing.T) {
 	host := sim.Host{CPUs: 4, WakeLatency: 5 * us, ContextSwitch: 1 * us}
 
@@ -97,16 +125,22 @@ func TestCompletion(t *testing.T) {
 		assert.True(t, c.Done())
 		spawn(e, "a", 10*us, func(t *sim.Task) {
 			c.Wait(t) // consumes one Complete, no cost
-			rec.add(t, "1")
+			rec.add(t, fmt.Sprint("1 owed=", t.Owed()))
 			c.Wait(t) // consumes the other
-			rec.add(t, "2")
+			rec.add(t, fmt.Sprint("2 owed=", t.Owed()))
 			c.Wait(t) // blocks until the next Complete
-			rec.add(t, "3")
+			rec.add(t, fmt.Sprint("3 owed=", t.Owed()))
+			t.CPU(1 * us) // runs the context switch too
+			rec.add(t, "ran")
 		})
 		e.AfterFunc(30*us, c.Complete)
 		require.NoError(t, e.Run(-1))
-		assert.Equal(t, []event{{10 * us, "a 1"}, {10 * us, "a 2"}, {36 * us, "a 3"}}, rec.evs)
+		assert.Equal(t, []event{
+			{10 * us, "a 1 owed=0s"}, {10 * us, "a 2 owed=0s"},
+			{35 * us, "a 3 owed=1µs"}, {37 * us, "a ran"},
+		}, rec.evs)
 		assert.False(t, c.Done())
+		assert.Equal(t, 2*us, sum(e.CPUBusy()))
 	})
 
 	t.Run("complete wakes one waiter in FIFO order", func(t *testing.T) {
@@ -114,12 +148,21 @@ func TestCompletion(t *testing.T) {
 		rec := &recorder{}
 		var c sim.Completion
 		for i, name := range []string{"a", "b"} {
-			spawn(e, name, time.Duration(i)*us, func(t *sim.Task) { c.Wait(t); rec.add(t, "done") })
+			spawn(e, name, time.Duration(i)*us, func(t *sim.Task) {
+				c.Wait(t)
+				rec.add(t, "done")
+				t.CPU(1 * us)
+				rec.add(t, "ran")
+			})
 		}
 		e.AfterFunc(10*us, c.Complete)
 		e.AfterFunc(20*us, c.Complete)
 		require.NoError(t, e.Run(-1))
-		assert.Equal(t, []event{{16 * us, "a done"}, {26 * us, "b done"}}, rec.evs)
+		assert.Equal(t, []event{
+			{15 * us, "a done"}, {17 * us, "a ran"},
+			{25 * us, "b done"}, {27 * us, "b ran"},
+		}, rec.evs)
+		assert.Equal(t, 2*2*us, sum(e.CPUBusy()))
 	})
 
 	t.Run("complete all and reinit", func(t *testing.T) {
@@ -127,29 +170,41 @@ func TestCompletion(t *testing.T) {
 		rec := &recorder{}
 		var c sim.Completion
 		for i, name := range []string{"a", "b", "c"} {
-			spawn(e, name, time.Duration(i)*us, func(t *sim.Task) { c.Wait(t); rec.add(t, "done") })
+			spawn(e, name, time.Duration(i)*us, func(t *sim.Task) {
+				c.Wait(t)
+				rec.add(t, "done")
+				t.Flush() // the context switch alone
+				rec.add(t, "flushed")
+			})
 		}
 		e.AfterFunc(10*us, c.CompleteAll)
 		// Later waiters pass at once, repeatedly, until Reinit.
 		spawn(e, "late", 20*us, func(t *sim.Task) {
 			c.Wait(t)
 			c.Wait(t)
-			rec.add(t, "passed")
+			rec.add(t, fmt.Sprint("passed owed=", t.Owed()))
 			c.Reinit()
 			rec.add(t, fmt.Sprint("done=", c.Done()))
 			c.Wait(t)
 			rec.add(t, "after reinit")
+			t.Flush()
+			rec.add(t, "flushed")
 		})
 		e.AfterFunc(40*us, c.Complete)
 		require.NoError(t, e.Run(-1))
 		assert.Equal(t, []event{
-			{16 * us, "a done"}, {16 * us, "b done"}, {16 * us, "c done"},
-			{20 * us, "late passed"}, {20 * us, "late done=false"},
-			{46 * us, "late after reinit"},
+			{15 * us, "a done"}, {15 * us, "b done"}, {15 * us, "c done"},
+			{16 * us, "a flushed"}, {16 * us, "b flushed"}, {16 * us, "c flushed"},
+			{20 * us, "late passed owed=0s"}, {20 * us, "late done=false"},
+			{45 * us, "late after reinit"}, {46 * us, "late flushed"},
 		}, rec.evs)
+		assert.Equal(t, 4*us, sum(e.CPUBusy()))
 	})
 }
 
+// TestSemaphore: a waiter granted a unit returns from Acquire the wake
+// latency (5us) after the Release; its context switch (1us) runs before
+// its Sleep, so it releases 1us + the hold after it acquired.
 func TestSemaphore(t *testing.T) {
 	e := newEngine(t, sim.Host{CPUs: 4, WakeLatency: 5 * us, ContextSwitch: 1 * us})
 	rec := &recorder{}
@@ -178,36 +233,41 @@ func TestSemaphore(t *testing.T) {
 	require.NoError(t, e.Run(-1))
 	assert.Equal(t, []event{
 		{0, "h1 acquired"}, {0, "h2 acquired"},
-		{10 * us, "h1 release"}, // -> w1, runs 5us + 1us later
+		{10 * us, "h1 release"}, // -> w1, returns 5us later
 		{12 * us, "late avail=0 waiters=1 try=false"},
-		{16 * us, "w1 acquired"},
-		{20 * us, "h2 release"}, // -> w2
-		{26 * us, "w1 release"}, // -> late (w1's sleep was scheduled first)
-		{26 * us, "w2 acquired"},
+		{15 * us, "w1 acquired"}, // context switch 15-16us, then sleeps
+		{20 * us, "h2 release"},  // -> w2
+		{25 * us, "w2 acquired"},
+		{26 * us, "w1 release"}, // -> late
+		{31 * us, "late acquired"},
 		{31 * us, "w2 release"}, // nobody waits: the unit is free again
-		{32 * us, "late acquired"},
 		{33 * us, "late release"},
 	}, rec.evs)
 	assert.Equal(t, 2, s.Available())
 	assert.Zero(t, s.Waiters())
+	assert.Equal(t, 3*us, sum(e.CPUBusy()), "three context switches")
 }
 
 // TestMutexHandoffCost compares the cost of passing a mutex to an
 // optimistic spinner (a cache-line transfer) with passing it to a sleeper
-// (wake latency plus a context switch).
+// (wake latency, then a context switch that runs with the sleeper's next
+// CPU burst, inside its hold).
 func TestMutexHandoffCost(t *testing.T) {
 	host := sim.Host{CPUs: 4, WakeLatency: 5 * us, ContextSwitch: 2 * us, SpinHandoff: 200 * ns}
 	tests := []struct {
-		name  string
-		spin  bool
-		owner []string // the owner's script from 0
-		got   time.Duration
-		stats sim.LockModeStats
+		name   string
+		spin   bool
+		owner  []string      // the owner's script from 0
+		lock   time.Duration // when the waiter gets the lock
+		unlock time.Duration // when the waiter releases it (after its 1us burst)
+		busy   time.Duration // total CPU busy time
+		stats  sim.LockModeStats
 	}{
 		{
 			name: "spinner takes it a cache-line transfer after release",
 			spin: true, owner: []string{"lock", "cpu 10us", "unlock"},
-			got: 10*us + 200*ns,
+			lock: 10*us + 200*ns, unlock: 11*us + 200*ns,
+			busy: 10*us + 1*us,
 			stats: sim.LockModeStats{Acquisitions: 2, Contentions: 1,
 				WaitTotal: 8200 * ns, WaitMax: 8200 * ns, WaitMin: 8200 * ns,
 				HoldTotal: 11 * us, HoldMax: 10 * us, HoldMin: 1 * us,
@@ -216,16 +276,18 @@ func TestMutexHandoffCost(t *testing.T) {
 		{
 			name: "sleeper pays wake latency and context switch",
 			spin: false, owner: []string{"lock", "cpu 10us", "unlock"},
-			got: 10*us + 5*us + 2*us,
+			lock: 10*us + 5*us, unlock: 10*us + 5*us + 2*us + 1*us,
+			busy: 10*us + 2*us + 1*us,
 			stats: sim.LockModeStats{Acquisitions: 2, Contentions: 1,
 				WaitTotal: 13 * us, WaitMax: 13 * us, WaitMin: 13 * us,
 				HoldTotal: 13 * us, HoldMax: 10 * us, HoldMin: 3 * us},
 		},
 		{
-			// The owner sleeps while holding: the spinner gives up at 5us.
+			// The owner sleeps while holding: the spinner gives up at 3us.
 			name: "spinner sleeps when the owner sleeps",
 			spin: true, owner: []string{"lock", "cpu 3us", "sleep 2us", "cpu 5us", "unlock"},
-			got: 10*us + 5*us + 2*us,
+			lock: 10*us + 5*us, unlock: 10*us + 5*us + 2*us + 1*us,
+			busy: 8*us + 2*us + 1*us,
 			stats: sim.LockModeStats{Acquisitions: 2, Contentions: 1,
 				WaitTotal: 13 * us, WaitMax: 13 * us, WaitMin: 13 * us,
 				HoldTotal: 13 * us, HoldMax: 10 * us, HoldMin: 3 * us,
@@ -246,8 +308,8 @@ func TestMutexHandoffCost(t *testing.T) {
 			require.Equal(t, []event{
 				{0, "owner lock"},
 				{10 * us, "owner unlock"},
-				{tc.got, "waiter lock"},
-				{tc.got + 1*us, "waiter unlock"},
+				{tc.lock, "waiter lock"},
+				{tc.unlock, "waiter unlock"},
 			}, rec.evs)
 			st := mu.Stats()
 			assert.Equal(t, "m", st.Name)
@@ -256,6 +318,7 @@ func TestMutexHandoffCost(t *testing.T) {
 			assert.Zero(t, st.Read)
 			assert.Nil(t, mu.Owner())
 			assert.Equal(t, tc.spin, spinning, "a spinning waiter is running, a sleeping one is not")
+			assert.Equal(t, tc.busy, sum(e.CPUBusy()))
 		})
 	}
 }

@@ -43,6 +43,8 @@ type Task struct {
 	// CPU scheduling.
 	cpu   int
 	burst time.Duration
+	// owed is CPU time charged but not yet run (see Charge).
+	owed time.Duration
 
 	// Intrusive wait-list links: a task waits on one thing at a time.
 	prev, nextW *Task
@@ -190,8 +192,32 @@ func (t *Task) wake(d time.Duration) {
 	t.e.After(d, t, 0)
 }
 
-// Sleep blocks the task for d of simulated time without using a CPU.
+// Charge adds d of CPU time that the task will run at its next engine
+// call: the next CPU call runs it in the same burst, and every other
+// blocking or lock primitive runs it first. Charging lets consecutive CPU
+// costs separated by pure bookkeeping cost one event instead of several;
+// the task must not touch shared model state (queues, devices) between a
+// Charge and its next engine call.
+func (t *Task) Charge(d time.Duration) {
+	if d > 0 {
+		t.owed += d
+	}
+}
+
+// Owed returns the CPU time charged but not yet run.
+func (t *Task) Owed() time.Duration { return t.owed }
+
+// Flush runs any charged CPU time now.
+func (t *Task) Flush() {
+	if t.owed > 0 {
+		t.CPU(0)
+	}
+}
+
+// Sleep blocks the task for d of simulated time without using a CPU (after
+// running any charged CPU time).
 func (t *Task) Sleep(d time.Duration) {
+	t.Flush()
 	if d <= 0 {
 		return
 	}
@@ -201,14 +227,17 @@ func (t *Task) Sleep(d time.Duration) {
 
 // Yield lets every other event scheduled for the current time run first.
 func (t *Task) Yield() {
+	t.Flush()
 	t.wake(0)
 	t.park(false)
 }
 
 // CPU runs the task on one of the host's CPUs for d of simulated time. If
 // every CPU is busy the task waits in a FIFO run queue first (and is not
-// running while it waits).
+// running while it waits). Charged CPU time runs in the same burst.
 func (t *Task) CPU(d time.Duration) {
+	d += t.owed
+	t.owed = 0
 	if d <= 0 {
 		return
 	}
@@ -226,9 +255,10 @@ func (t *Task) CPU(d time.Duration) {
 	t.cpu = -1
 }
 
-// resumeAfterSleep charges the host's context-switch cost after a sleep.
+// resumeAfterSleep charges the host's context-switch cost after a sleep;
+// it runs with the task's next CPU burst.
 func (t *Task) resumeAfterSleep() {
-	t.CPU(t.e.host.ContextSwitch)
+	t.Charge(t.e.host.ContextSwitch)
 }
 
 // cpuPool is the set of simulated CPUs and the run queue.

@@ -73,7 +73,9 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			}
 			j := &job{spec: s, id: id}
 			j.res = JobResult{Name: s.Name, JobID: id, RW: s.RW.String(), BS: s.BS, IOEngine: s.IOEngine, IODepth: s.IODepth}
-			j.rng = rand.New(rand.NewPCG(s.RandSeed, uint64(id)+1))
+			// fio's randseed and the run's seed together pick the
+			// stream; each job has its own.
+			j.rng = rand.New(rand.NewPCG(s.RandSeed, e.Seed()*0x9e3779b97f4a7c15+uint64(id)+1))
 			j.stamp.Writer = uint32(id + 1)
 			jobs = append(jobs, j)
 			id++
@@ -163,7 +165,7 @@ func (j *job) run(t *sim.Task, start sim.Time, opt RunOptions) {
 	}
 	var bytes int64
 	for {
-		now := t.Now()
+		now := t.Now() + sim.Time(t.Owed())
 		if deadline >= 0 && now >= deadline {
 			break
 		}
@@ -174,14 +176,16 @@ func (j *job) run(t *sim.Task, start sim.Time, opt RunOptions) {
 		bs := s.BS[dir]
 		off := j.nextOffset(dir, bs)
 		var err error
-		begin := t.Now()
+		// Charged CPU time (the last call's syscall exit, fio's own work)
+		// runs before this IO starts.
+		begin := t.Now() + sim.Time(t.Owed())
 		if dir == blockdev.OpRead {
 			err = j.file.DirectRead(t, off, bs, nil)
 		} else {
 			j.stamp.Seq++
 			err = j.file.DirectWrite(t, off, bs, j.stamp)
 		}
-		end := t.Now()
+		end := t.Now() + sim.Time(t.Owed())
 		if err != nil {
 			j.res.Error = errnoOf(err)
 			j.res.ErrorMsg = err.Error()
@@ -199,8 +203,9 @@ func (j *job) run(t *sim.Task, start sim.Time, opt RunOptions) {
 			d.Lat.Record(lat)
 		}
 		bytes += bs
-		t.CPU(opt.AppPerIO)
+		t.Charge(opt.AppPerIO)
 	}
+	t.Flush()
 	if t.Now() > statsFrom {
 		j.res.Runtime = int64(t.Now() - statsFrom)
 	}

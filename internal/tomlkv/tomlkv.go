@@ -48,21 +48,27 @@ func Parse(name string, data []byte) (map[string]Value, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			full := prefix + k
+			// Fix (tests): a quoted key with dots ("a.b" = 1) and a dotted
+			// key or table (a.b = 2) flatten to the same name; one of them
+			// was silently dropped.
+			if _, dup := out[full]; dup {
+				return fmt.Errorf("%s:%d: key %q: %w: set twice (as a quoted and as a dotted key)", name, lineOf(lines, full), full, ErrSyntax)
+			}
 			switch v := m[k].(type) {
 			case map[string]any:
 				if err := walk(full+".", v); err != nil {
 					return err
 				}
 			case string:
-				out[full] = Value{Text: v, Line: lines[full]}
+				out[full] = Value{Text: v, Line: lineOf(lines, full)}
 			case int64:
-				out[full] = Value{Text: strconv.FormatInt(v, 10), Line: lines[full]}
+				out[full] = Value{Text: strconv.FormatInt(v, 10), Line: lineOf(lines, full)}
 			case float64:
-				out[full] = Value{Text: strconv.FormatFloat(v, 'g', -1, 64), Line: lines[full]}
+				out[full] = Value{Text: strconv.FormatFloat(v, 'g', -1, 64), Line: lineOf(lines, full)}
 			case bool:
-				out[full] = Value{Text: strconv.FormatBool(v), Line: lines[full]}
+				out[full] = Value{Text: strconv.FormatBool(v), Line: lineOf(lines, full)}
 			default:
-				return fmt.Errorf("%s:%d: key %q: %w: only strings, numbers and booleans are allowed", name, lines[full], full, ErrSyntax)
+				return fmt.Errorf("%s:%d: key %q: %w: only strings, numbers and booleans are allowed", name, lineOf(lines, full), full, ErrSyntax)
 			}
 		}
 		return nil
@@ -73,22 +79,60 @@ func Parse(name string, data []byte) (map[string]Value, error) {
 	return out, nil
 }
 
+// lineOf returns the line of key, or, for a key keyLines did not see
+// (one inside an inline table "t = { k = 1 }", or an array of tables),
+// the line of its nearest enclosing key or table header.
+// Fix (tests): such keys were reported at line 0.
+func lineOf(lines map[string]int, key string) int {
+	for {
+		if n, ok := lines[key]; ok {
+			return n
+		}
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			return 0
+		}
+		key = key[:i]
+	}
+}
+
 // keyLines finds the line of each "key = value" assignment, tracking
 // [table] headers; dotted keys on the left-hand side are joined.
 func keyLines(data []byte) map[string]int {
 	lines := make(map[string]int)
 	table := ""
+	// Fix (tests): a UTF-8 byte order mark hid the first key, and lines
+	// inside multi-line strings were taken for keys and table headers.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	inString := "" // the delimiter of the multi-line string being skipped
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		l := strings.TrimSpace(sc.Text())
+		if inString != "" {
+			if strings.Count(l, inString)%2 == 1 {
+				inString = ""
+			}
+			continue
+		}
 		if l == "" || l[0] == '#' {
 			continue
+		}
+		for _, delim := range []string{`"""`, `'''`} {
+			if strings.Count(l, delim)%2 == 1 {
+				inString = delim
+				break
+			}
 		}
 		if l[0] == '[' {
 			end := strings.IndexByte(l, ']')
 			if end > 0 {
 				table = unquoteKey(strings.Trim(l[1:end], "[] \t"))
+				// Fix (tests): remember the header's line for the keys
+				// lineOf cannot find (arrays of tables).
+				if _, seen := lines[table]; !seen {
+					lines[table] = n
+				}
 			}
 			continue
 		}
