@@ -57,7 +57,31 @@ type Queue struct {
 
 	stats    DiskStats
 	lastTick sim.Time
+
+	// Fix (tests): bios failed by Submit are ended from an event, since
+	// EndBio must never run inside Submit (BioEnder's contract).
+	failed failedBios
 }
+
+// failedBios ends, one per event and in FIFO order, the bios that Submit
+// rejected.
+type failedBios struct {
+	q    *Queue
+	bios []*Bio
+}
+
+// Fire ends the oldest failed bio.
+func (f *failedBios) Fire(uint64) {
+	b := f.bios[0]
+	copy(f.bios, f.bios[1:])
+	f.bios[len(f.bios)-1] = nil
+	f.bios = f.bios[:len(f.bios)-1]
+	f.q.endBio(b)
+}
+
+// maxQueueDepth caps the tags of a queue, like the kernel's
+// BLK_MQ_MAX_DEPTH (a larger device depth is reduced to it).
+const maxQueueDepth = 10240
 
 // NewQueue attaches a queue to dev. It fails if the options exceed the
 // device's limits.
@@ -78,7 +102,15 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 		kb = opt.MaxSectorsKB
 	}
 	q.maxReq = int64(kb) * 1024
-	q.depth = lim.QueueDepth
+	// Fix (tests): a request size that is not a multiple of the logical
+	// block size would split bios into misaligned requests.
+	if q.maxReq%int64(lim.LogicalBlockSize) != 0 {
+		return nil, fmt.Errorf("blockdev: %s: max_sectors_kb %d is not a multiple of the logical block size %d", dev.Name(), kb, lim.LogicalBlockSize)
+	}
+	// Fix (tests): clamp absurd depths (the tag array is allocated
+	// up front), as blk-mq does.
+	q.depth = min(lim.QueueDepth, maxQueueDepth)
+	q.failed.q = q
 	if opt.NrRequests > 0 && opt.NrRequests < q.depth {
 		q.depth = opt.NrRequests
 	}
@@ -130,14 +162,16 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 func (q *Queue) Submit(b *Bio) {
 	b.Submitted = q.e.Now()
 	b.remaining = 0
-	if b.Bytes <= 0 || b.Bytes%SectorSize != 0 || b.Sector < 0 {
-		b.Err = &AlignmentError{Offset: b.Sector * SectorSize, Length: b.Bytes, Align: SectorSize}
-		q.endBio(b)
+	// Fix (tests): check alignment to the logical block size (the Device
+	// contract), not only to the sector.
+	lbs := int64(q.limits.LogicalBlockSize)
+	if b.Bytes <= 0 || b.Bytes%lbs != 0 || b.Sector < 0 || b.Sector*SectorSize%lbs != 0 {
+		q.fail(b, &AlignmentError{Offset: b.Sector * SectorSize, Length: b.Bytes, Align: lbs})
 		return
 	}
-	if b.Sector*SectorSize+b.Bytes > q.dev.Capacity() {
-		b.Err = ErrOutOfRange
-		q.endBio(b)
+	// Fix (tests): compare without overflowing for huge sectors.
+	if c := q.dev.Capacity(); b.Bytes > c || b.Sector > (c-b.Bytes)/SectorSize {
+		q.fail(b, ErrOutOfRange)
 		return
 	}
 	if b.Bytes <= q.maxReq {
@@ -158,6 +192,13 @@ func (q *Queue) Submit(b *Bio) {
 		p.parent = b
 		q.queue(p)
 	}
+}
+
+// fail ends b with err from an event, not inside Submit.
+func (q *Queue) fail(b *Bio, err error) {
+	b.Err = err
+	q.failed.bios = append(q.failed.bios, b)
+	q.e.After(0, &q.failed, 0)
 }
 
 func (q *Queue) newBio() *Bio {
@@ -222,6 +263,11 @@ func (q *Queue) CompleteRequest(r *Request) {
 	q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
 	q.stats.InFlight--
 	q.inFlight--
+	// Fix (tests): free the tag before ending the bios: an EndBio that
+	// submits the next bio at full depth is dispatched at once and needs
+	// it.
+	q.tags = append(q.tags, r.Tag)
+	r.Tag = -1
 	for _, b := range r.Bios {
 		if r.Err != nil {
 			b.Err = r.Err
@@ -230,8 +276,6 @@ func (q *Queue) CompleteRequest(r *Request) {
 	}
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
-	q.tags = append(q.tags, r.Tag)
-	r.Tag = -1
 	q.free = append(q.free, r)
 	if len(q.waiting) > 0 && q.inFlight < q.depth {
 		w := q.waiting[0]

@@ -21,7 +21,7 @@ import (
 //     the same name and group are numjobs clones, printed as fio does: a
 //     "..." line for the second and nothing for the rest;
 //   - a blank line, then every job's block, group after group: the header
-//     "name: (groupid=G, jobs=1): err= 0: pid=ID: DATE", then for each
+//     "name: (groupid=G, jobs=N): err= 0: pid=ID: DATE", then for each
 //     direction that moved bytes in at least 1 ms of runtime the "read:"
 //     or "write:" line (IOPS, bandwidth, amount and runtime), the slat,
 //     clat and lat lines for those with samples, and the clat percentile
@@ -37,8 +37,7 @@ import (
 //
 // Differences from fio, all deliberate: DATE is the fixed
 // "Thu Jan  1 00:00:00 1970" and pid= is the job's JobID (simulated jobs have
-// neither clocks nor processes); jobs= is always 1 (a merged group-reporting
-// result does not record how many jobs it merged); the bw/iops sample
+// neither clocks nor processes); jobs= is JobResult.Jobs (at least 1); the bw/iops sample
 // lines, the latency distribution, cpu, IO depth and issued lines are left
 // out (blksim does not measure them); a job that failed before doing any IO
 // still gets its header, so its error is visible (fio prints nothing).
@@ -99,10 +98,10 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 	}
 	if j.Error == 0 {
 		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n",
-			j.Name, j.GroupID, 1, j.Error, j.JobID, fixedDate)
+			j.Name, j.GroupID, max(j.Jobs, 1), j.Error, j.JobID, fixedDate)
 	} else {
 		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n",
-			j.Name, j.GroupID, 1, j.Error, j.ErrorMsg, j.JobID, fixedDate)
+			j.Name, j.GroupID, max(j.Jobs, 1), j.Error, j.ErrorMsg, j.JobID, fixedDate)
 	}
 	for _, d := range directions(j) {
 		if d.stats.Bytes != 0 {

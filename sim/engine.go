@@ -48,7 +48,8 @@ type Host struct {
 	// a completion, a wait queue wake) to the task running again.
 	WakeLatency time.Duration
 	// ContextSwitch is CPU time a task spends when it resumes after it
-	// slept (switching in), charged through Task.CPU.
+	// slept (switching in); it is charged (Task.Charge) and runs with the
+	// task's next CPU burst or before its next primitive.
 	ContextSwitch time.Duration
 	// SpinHandoff is the time for a lock to pass to an optimistically
 	// spinning waiter (a cache-line transfer).

@@ -86,6 +86,7 @@ func (e *Engine) Go(name string, fn func(t *Task)) *Task {
 			}
 		}()
 		fn(t)
+		t.Flush() // run CPU time charged at the very end
 	}
 	t.next, t.stop = iter.Pull(seq)
 	if e.closed {

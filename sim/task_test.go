@@ -237,6 +237,191 @@ func TestCPURunningState(t *testing.T) {
 	}, got)
 }
 
+// TestCharge: charged CPU time is owed until the task's next engine call;
+// a CPU call runs it in the same burst (one event instead of two), Flush
+// runs it alone, and every blocking or lock primitive runs it first.
+func TestCharge(t *testing.T) {
+	t.Run("owed merges into the next CPU burst", func(t *testing.T) {
+		// run returns the engine's event count, the end time and the CPU
+		// busy time of a task that does work.
+		run := func(work func(t *sim.Task)) (uint64, sim.Time, []time.Duration) {
+			e := newEngine(t, sim.Host{})
+			e.Go("a", work)
+			require.NoError(t, e.Run(-1))
+			return e.Events(), e.Now(), e.CPUBusy()
+		}
+		var owed []time.Duration
+		chargedAt := sim.Time(-1)
+		charged, chargedEnd, chargedBusy := run(func(t *sim.Task) {
+			owed = append(owed, t.Owed())
+			t.Charge(1 * us)
+			t.Charge(2 * us)
+			t.Charge(0)       // ignored
+			t.Charge(-5 * us) // ignored
+			owed = append(owed, t.Owed())
+			chargedAt = t.Now()
+			t.CPU(2 * us)
+			owed = append(owed, t.Owed())
+		})
+		split, splitEnd, splitBusy := run(func(t *sim.Task) {
+			t.CPU(3 * us)
+			t.CPU(2 * us)
+		})
+		assert.Equal(t, []time.Duration{0, 3 * us, 0}, owed)
+		assert.Equal(t, sim.Time(0), chargedAt, "Charge takes no time by itself")
+		assert.Equal(t, sim.Time(5*us), chargedEnd)
+		assert.Equal(t, splitEnd, chargedEnd)
+		assert.Equal(t, []time.Duration{5 * us}, chargedBusy)
+		assert.Equal(t, splitBusy, chargedBusy)
+		assert.Equal(t, split-1, charged, "the charged time runs in the same burst: one event fewer")
+	})
+
+	t.Run("flush runs it alone", func(t *testing.T) {
+		e := newEngine(t, sim.Host{})
+		var got []string
+		e.Go("a", func(t *sim.Task) {
+			note := func() { got = append(got, fmt.Sprintf("%v owed=%v events=%d", t.Now(), t.Owed(), e.Events())) }
+			t.Flush() // nothing owed: no time, no event
+			note()
+			t.Charge(2 * us)
+			note()
+			t.Flush()
+			note()
+		})
+		require.NoError(t, e.Run(-1))
+		assert.Equal(t, []string{"0s owed=0s events=1", "0s owed=2µs events=1", "2µs owed=0s events=2"}, got)
+		assert.Equal(t, []time.Duration{2 * us}, e.CPUBusy())
+	})
+
+	t.Run("primitives run it first", func(t *testing.T) {
+		// Each case charges 3us at time 0, then calls op. probe observes
+		// the object op acts on; at 1us, during the charged time, op must
+		// not have acted yet.
+		type env struct {
+			e   *sim.Engine
+			wq  *sim.WaitQueue
+			c   *sim.Completion
+			sem *sim.Semaphore
+			rw  *sim.RWSem
+			mu  *sim.Mutex
+		}
+		tests := []struct {
+			name   string
+			pre    func(x *env, t *sim.Task) // before the Charge
+			op     func(x *env, t *sim.Task)
+			probe  func(x *env, a *sim.Task) string
+			before string        // probe at 1us
+			after  string        // probe once op returned
+			at     time.Duration // when op returned
+		}{
+			{
+				name:  "Sleep",
+				op:    func(x *env, t *sim.Task) { t.Sleep(1 * us) },
+				probe: func(x *env, a *sim.Task) string { return fmt.Sprint("running=", a.Running()) },
+				// The task is burning the charged time at 1us.
+				before: "running=true", after: "running=true", at: 4 * us,
+			},
+			{
+				name:   "Yield",
+				op:     func(x *env, t *sim.Task) { t.Yield() },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("owed=", a.Owed()) },
+				before: "owed=0s", after: "owed=0s", at: 3 * us,
+			},
+			{
+				// A wake at 1us finds nobody waiting: the task only queues
+				// after the charged time. The wake at 10us releases it.
+				name: "WaitQueue.Wait",
+				op: func(x *env, t *sim.Task) {
+					x.e.AfterFunc(10*us-time.Duration(t.Now()), func() { x.wq.WakeOne() })
+					x.wq.Wait(t)
+				},
+				probe: func(x *env, a *sim.Task) string {
+					return fmt.Sprintf("len=%d woke=%v", x.wq.Len(), x.wq.WakeOne())
+				},
+				before: "len=0 woke=false", after: "len=0 woke=false", at: 10 * us,
+			},
+			{
+				name:   "Completion.Wait",
+				pre:    func(x *env, t *sim.Task) { x.c.Complete() },
+				op:     func(x *env, t *sim.Task) { x.c.Wait(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("done=", x.c.Done()) },
+				before: "done=true", after: "done=false", at: 3 * us,
+			},
+			{
+				name:   "Semaphore.Acquire",
+				op:     func(x *env, t *sim.Task) { x.sem.Acquire(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("available=", x.sem.Available()) },
+				before: "available=1", after: "available=0", at: 3 * us,
+			},
+			{
+				name:   "RWSem.DownRead",
+				op:     func(x *env, t *sim.Task) { x.rw.DownRead(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("readers=", x.rw.Readers()) },
+				before: "readers=0", after: "readers=1", at: 3 * us,
+			},
+			{
+				name:   "RWSem.UpRead",
+				pre:    func(x *env, t *sim.Task) { x.rw.DownRead(t) },
+				op:     func(x *env, t *sim.Task) { x.rw.UpRead(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("readers=", x.rw.Readers()) },
+				before: "readers=1", after: "readers=0", at: 3 * us,
+			},
+			{
+				name:   "RWSem.DownWrite",
+				op:     func(x *env, t *sim.Task) { x.rw.DownWrite(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("writer=", x.rw.Writer() == a) },
+				before: "writer=false", after: "writer=true", at: 3 * us,
+			},
+			{
+				name:   "RWSem.UpWrite",
+				pre:    func(x *env, t *sim.Task) { x.rw.DownWrite(t) },
+				op:     func(x *env, t *sim.Task) { x.rw.UpWrite(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("writer=", x.rw.Writer() == a) },
+				before: "writer=true", after: "writer=false", at: 3 * us,
+			},
+			{
+				name:   "Mutex.Lock",
+				op:     func(x *env, t *sim.Task) { x.mu.Lock(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("owner=", x.mu.Owner() == a) },
+				before: "owner=false", after: "owner=true", at: 3 * us,
+			},
+			{
+				name:   "Mutex.Unlock",
+				pre:    func(x *env, t *sim.Task) { x.mu.Lock(t) },
+				op:     func(x *env, t *sim.Task) { x.mu.Unlock(t) },
+				probe:  func(x *env, a *sim.Task) string { return fmt.Sprint("owner=", x.mu.Owner() == a) },
+				before: "owner=true", after: "owner=false", at: 3 * us,
+			},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEngine(t, sim.Host{CPUs: 1})
+				x := &env{e: e, wq: &sim.WaitQueue{}, c: &sim.Completion{}, sem: sim.NewSemaphore(1),
+					rw: sim.NewRWSem(e, "rw", sim.RWSemOptions{}), mu: sim.NewMutex(e, "mu", false)}
+				var before, after string
+				var at sim.Time
+				var owed time.Duration
+				a := e.Go("a", func(t *sim.Task) {
+					if tc.pre != nil {
+						tc.pre(x, t)
+					}
+					t.Charge(3 * us)
+					tc.op(x, t)
+					at, owed = t.Now(), t.Owed()
+					after = tc.probe(x, t)
+				})
+				e.AfterFunc(1*us, func() { before = tc.probe(x, a) })
+				require.NoError(t, e.Run(-1))
+				assert.Equal(t, tc.before, before, "op must not act during the charged time")
+				assert.Equal(t, tc.after, after)
+				assert.Equal(t, sim.Time(tc.at), at)
+				assert.Zero(t, owed)
+				assert.Equal(t, []time.Duration{3 * us}, e.CPUBusy(), "the charged time ran")
+			})
+		}
+	})
+}
+
 func TestTaskAccessors(t *testing.T) {
 	e := newEngine(t, sim.Host{})
 	var seen []string

@@ -97,7 +97,10 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 	src := name
 	if strings.HasSuffix(name, ".toml") || strings.ContainsRune(name, os.PathSeparator) {
 		path := name
-		if !filepath.IsAbs(path) && c.dir != "" {
+		// Fix (tests): only a path written in the stack file is relative to
+		// the file's directory; a --set path is relative to the working
+		// directory, as every other command-line path.
+		if !filepath.IsAbs(path) && c.dir != "" && !strings.HasPrefix(c.Where("device.profile"), "--set") {
 			path = filepath.Join(c.dir, path)
 		}
 		src = path

@@ -44,6 +44,9 @@ type JobResult struct {
 	BS       [2]int64 // read, write block sizes
 	IOEngine string
 	IODepth  int
+	// Jobs is how many jobs this result stands for: 1, or the number of
+	// jobs merged into a group_reporting result.
+	Jobs int
 	// Read and Write are the per-direction figures.
 	Read, Write DirStats
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
@@ -55,7 +58,8 @@ type JobResult struct {
 
 // GroupResult is a reporting group: fio prints one "Run status group" block
 // per group. When GroupReporting is true, Jobs holds a single merged entry
-// named after the first job.
+// named after the first job, whose Jobs field counts the jobs merged and
+// whose Runtime is the longest of theirs, as fio reports them.
 type GroupResult struct {
 	GroupID        int
 	GroupReporting bool

@@ -72,7 +72,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 				order = append(order, name)
 			}
 			j := &job{spec: s, id: id}
-			j.res = JobResult{Name: s.Name, JobID: id, RW: s.RW.String(), BS: s.BS, IOEngine: s.IOEngine, IODepth: s.IODepth}
+			j.res = JobResult{Name: s.Name, JobID: id, Jobs: 1, RW: s.RW.String(), BS: s.BS, IOEngine: s.IOEngine, IODepth: s.IODepth}
 			// fio's randseed and the run's seed together pick the
 			// stream; each job has its own.
 			j.rng = rand.New(rand.NewPCG(s.RandSeed, e.Seed()*0x9e3779b97f4a7c15+uint64(id)+1))
@@ -330,6 +330,7 @@ func groupResults(jobs []*job) []GroupResult {
 			continue
 		}
 		merged := gr.Jobs[0]
+		merged.Jobs = len(gr.Jobs)
 		merged.Read, merged.Write = DirStats{}, DirStats{}
 		for k := range gr.Jobs {
 			o := &gr.Jobs[k]
