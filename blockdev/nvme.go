@@ -2,6 +2,7 @@ package blockdev
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/blksim/blksim/sim"
@@ -70,13 +71,22 @@ func (p *NVMeParams) Validate() error {
 		return fmt.Errorf("queue_depth must be positive")
 	case p.Channels <= 0 || p.DiesPerChannel <= 0:
 		return fmt.Errorf("channels and dies_per_channel must be positive")
+	// Fix (tests): NewNVMe allocates per-die state; an absurd count must
+	// fail here, not panic or exhaust memory there.
+	case p.Channels > maxNVMeDies || p.DiesPerChannel > maxNVMeDies || p.Channels*p.DiesPerChannel > maxNVMeDies:
+		return fmt.Errorf("channels * dies_per_channel must be at most %d dies", maxNVMeDies)
 	case p.PageSize <= 0 || p.PageSize%SectorSize != 0:
 		return fmt.Errorf("page_size must be a positive multiple of 512")
 	case p.Planes <= 0:
 		return fmt.Errorf("planes must be positive")
+	// Fix (tests): an overflowing (negative) program unit would make
+	// issuePrograms loop forever.
+	case p.PageSize > math.MaxInt64/int64(p.Planes):
+		return fmt.Errorf("page_size * planes overflows")
 	case p.ReadTime < 0 || p.ProgramTime < 0 || p.ReadOverhead < 0 || p.WriteOverhead < 0:
 		return fmt.Errorf("times must not be negative")
-	case p.ChannelMBps <= 0 || p.HostMBps <= 0:
+	// Fix (tests): !(x > 0) also rejects NaN.
+	case !(p.ChannelMBps > 0) || !(p.HostMBps > 0):
 		return fmt.Errorf("channel_mbps and host_mbps must be positive")
 	case p.WriteBuffer < int64(p.MaxHWSectorsKB)*1024 || p.WriteBuffer < p.PageSize*int64(p.Planes):
 		return fmt.Errorf("write_buffer must hold at least one maximal request and one program unit")
@@ -85,6 +95,10 @@ func (p *NVMeParams) Validate() error {
 	}
 	return nil
 }
+
+// maxNVMeDies bounds the NAND dies of a model (real controllers have a
+// few hundred at most).
+const maxNVMeDies = 1 << 16
 
 // event phases of an NVMe request, in the low bits of the event argument.
 const (

@@ -292,6 +292,7 @@ type parser struct {
 	inSection bool     // a section header has been seen
 	job       *JobSpec // the job section being parsed; nil in [global]
 	jobs      []JobSpec
+	unset     []string // ${VAR}s of the current line that were undefined
 }
 
 // parseLine parses one line, terminator included.
@@ -309,7 +310,7 @@ func (p *parser) parseLine(raw string) *ParseError {
 		return p.parseHeader(text)
 	}
 
-	text = expandVars(text, p.env)
+	text, p.unset = expandVars(text, p.env, p.unset[:0])
 	key, value, hasValue := strings.Cut(text, "=")
 	key = trimLine(key)
 	value = trimLine(value)
@@ -386,6 +387,10 @@ func (p *parser) endSection() {
 }
 
 func (p *parser) errorf(option string, err error) *ParseError {
+	if len(p.unset) > 0 {
+		// An empty value from an undefined variable is the likely cause.
+		err = fmt.Errorf("%w (${%s} is not set)", err, strings.Join(p.unset, "}, ${"))
+	}
 	return &ParseError{File: p.file, Line: p.line, Option: option, Err: err}
 }
 
@@ -400,10 +405,11 @@ func trimLine(s string) string {
 
 // expandVars replaces each ${NAME} in s with lookup's value for NAME, or
 // with nothing when NAME is undefined (fio options.c option_dup_subs).
-// A "${" without a closing "}" is kept as is.
-func expandVars(s string, lookup func(string) (string, bool)) string {
+// A "${" without a closing "}" is kept as is. The names of undefined
+// variables are appended to unset, which is returned.
+func expandVars(s string, lookup func(string) (string, bool), unset []string) (string, []string) {
 	if !strings.Contains(s, "${") {
-		return s
+		return s, unset
 	}
 	var b strings.Builder
 	for {
@@ -416,11 +422,14 @@ func expandVars(s string, lookup func(string) (string, bool)) string {
 			break
 		}
 		b.WriteString(s[:i])
-		if v, ok := lookup(s[i+2 : i+2+j]); ok {
+		name := s[i+2 : i+2+j]
+		if v, ok := lookup(name); ok {
 			b.WriteString(v)
+		} else {
+			unset = append(unset, name)
 		}
 		s = s[i+2+j+1:]
 	}
 	b.WriteString(s)
-	return b.String()
+	return b.String(), unset
 }

@@ -57,7 +57,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	id := 0
 	for i := range specs {
 		s := &specs[i]
-		if err := checkRunnable(s); err != nil {
+		if err := checkRunnable(s, int64(fsys.Queue().Limits().LogicalBlockSize)); err != nil {
 			return nil, err
 		}
 		for c := 0; c < s.NumJobs; c++ {
@@ -125,8 +125,9 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	return res, nil
 }
 
-// checkRunnable rejects job specs this runner cannot honour.
-func checkRunnable(s *JobSpec) error {
+// checkRunnable rejects job specs this runner cannot honour; lbs is the
+// device's logical block size, to which direct IO must be aligned.
+func checkRunnable(s *JobSpec, lbs int64) error {
 	at := func(opt, msg string) error {
 		return fmt.Errorf("%s:%d: option %q: %w: %s", s.File, s.Line, opt, ErrJob, msg)
 	}
@@ -141,6 +142,14 @@ func checkRunnable(s *JobSpec) error {
 		return at("time_based", "time_based needs a runtime")
 	case s.Size < minBS(s):
 		return at("size", fmt.Sprintf("size %d is smaller than the block size %d", s.Size, minBS(s)))
+	}
+	for dir, bs := range s.BS {
+		if (dir == 0 && !s.RW.HasRead()) || (dir == 1 && !s.RW.HasWrite()) {
+			continue
+		}
+		if bs%lbs != 0 {
+			return at("bs", fmt.Sprintf("direct IO of %d bytes is not aligned to the device's %d-byte logical block size (EINVAL)", bs, lbs))
+		}
 	}
 	return nil
 }

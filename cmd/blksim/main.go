@@ -111,6 +111,11 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	format := fl.String("output-format", "normal", "normal or json")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	if err := fl.Parse(args); err != nil {
+		// Fix (tests): "run -h" failed with "flag: help requested".
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return nil
+		}
 		return bad("run: %v", err)
 	}
 	if *format != "normal" && *format != "json" {
@@ -182,8 +187,18 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if err != nil {
 		return err
 	}
-	_, err = stdout.Write(out.Bytes())
-	return err
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		return err
+	}
+	// Like fio, a run in which a job failed exits non-zero.
+	for _, g := range res.Groups {
+		for _, j := range g.Jobs {
+			if j.Error != 0 {
+				return fmt.Errorf("job %q failed: %s", j.Name, j.ErrorMsg)
+			}
+		}
+	}
+	return nil
 }
 
 // omitWall drops wall-clock figures (which differ run to run) when

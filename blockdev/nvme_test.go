@@ -1,0 +1,273 @@
+package blockdev
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/sim"
+)
+
+// latencyOf submits b at time when on an engine and returns its latency.
+func latencyOf(t *testing.T, e *sim.Engine, q *Queue, when time.Duration, b *Bio) func() time.Duration {
+	t.Helper()
+	log := newBioLog(e)
+	log.submitAt(q, when, b)
+	return func() time.Duration {
+		ends := log.ends[b]
+		require.Len(t, ends, 1)
+		require.NoError(t, ends[0].Err)
+		return time.Duration(ends[0].At) - when
+	}
+}
+
+// Mechanism: at idle a read pays the command overhead, the array read of
+// its page (tR), the page data on the NAND channel and then on the host
+// link; a write pays the command overhead and the link into the DRAM
+// buffer only (programming happens later, off the IO's path).
+func TestNVMeIdleLatency(t *testing.T) {
+	p := testNVMeParams()
+	for _, tc := range []struct {
+		name   string
+		op     Op
+		sector int64
+		bytes  int64
+		want   time.Duration
+	}{
+		{"4k read", OpRead, 0, 4 * KiB,
+			p.ReadOverhead + p.ReadTime + xfer(t, 4*KiB, 1024) + xfer(t, 4*KiB, 4096)}, // 5+50+4+1
+		{"4k read inside a page", OpRead, 8*MiB/SectorSize + 16, 4 * KiB,
+			p.ReadOverhead + p.ReadTime + xfer(t, 4*KiB, 1024) + xfer(t, 4*KiB, 4096)},
+		{"16k read of one page", OpRead, 32, 16 * KiB,
+			p.ReadOverhead + p.ReadTime + xfer(t, 16*KiB, 1024) + xfer(t, 16*KiB, 4096)}, // 5+50+16+4
+		{"4k write", OpWrite, 0, 4 * KiB,
+			p.WriteOverhead + xfer(t, 4*KiB, 4096)}, // 2+1
+		{"32k write", OpWrite, 64, 32 * KiB,
+			p.WriteOverhead + xfer(t, 32*KiB, 4096)}, // 2+8
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			_, q := newTestNVMe(t, e, p)
+			lat := latencyOf(t, e, q, 10*us, &Bio{Op: tc.op, Sector: tc.sector, Bytes: tc.bytes, Stamp: Stamp{1, 1}})
+			run(t, e)
+			assert.Equal(t, tc.want, lat())
+		})
+	}
+	assert.Equal(t, 60*us, p.ReadOverhead+p.ReadTime+xfer(t, 4*KiB, 1024)+xfer(t, 4*KiB, 4096))
+}
+
+// Mechanism: a die serves its work in arrival order and the model has no
+// program suspend, so a read of a page on a die that is programming waits
+// for the program to end; a read on another die does not.
+func TestNVMeReadWaitsForProgramOnItsDie(t *testing.T) {
+	p := testNVMeParams()
+	unit := p.PageSize * int64(p.Planes) // 32 KiB
+	for _, tc := range []struct {
+		name   string
+		sector int64 // of the 4k read at 100us
+		want   time.Duration
+	}{
+		// The 32 KiB write at 0 arrives at 2us, crosses the link by
+		// 10us and is then programmed on die 0 (the first in round
+		// robin): channel 32us + tPROG 1ms, ending at 1042us. The read
+		// arrives at 105us and starts on die 0 at 1042us.
+		{"page 0 on the programming die", 0, 1042*us + p.ReadTime + xfer(t, 4*KiB, 1024) + xfer(t, 4*KiB, 4096) - 100*us},
+		// Page 8 is on die 0 too (8 dies, pages striped).
+		{"page 8 on the programming die", 8 * 16 * KiB / SectorSize, 1042*us + 55*us - 100*us},
+		// Page 1 is on idle die 1: idle latency.
+		{"page 1 on an idle die", 16 * KiB / SectorSize, 60 * us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			d, q := newTestNVMe(t, e, p)
+			wlat := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 1024, Bytes: unit, Stamp: Stamp{1, 1}})
+			rlat := latencyOf(t, e, q, 100*us, &Bio{Op: OpRead, Sector: tc.sector, Bytes: 4 * KiB})
+			run(t, e)
+			assert.Equal(t, uint64(1), d.Programs, "one full program unit, one program")
+			assert.Equal(t, p.WriteOverhead+xfer(t, unit, 4096), wlat(), "the write completes from the buffer")
+			assert.Equal(t, tc.want, rlat())
+		})
+	}
+	// The same read after the program has ended is back to idle latency.
+	e := newEngine(t)
+	_, q := newTestNVMe(t, e, p)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 1024, Bytes: unit, Stamp: Stamp{1, 1}})
+	rlat := latencyOf(t, e, q, 1042*us, &Bio{Op: OpRead, Sector: 0, Bytes: 4 * KiB})
+	run(t, e)
+	assert.Equal(t, 60*us, rlat())
+}
+
+// Mechanism: a write completes once its data is in the DRAM buffer; the
+// buffer frees a program unit only when its program ends, so once it is
+// full writes wait for space and their throughput and latency become
+// those of the dies' programs. With a buffer larger than the whole run,
+// only the host link limits writes.
+func TestNVMeWriteBufferFullWritesWaitForPrograms(t *testing.T) {
+	base := testNVMeParams()
+	unit := base.PageSize * int64(base.Planes) // 32 KiB
+	dies := base.Channels * base.DiesPerChannel
+	programBound := float64(int64(dies)*unit) / (xfer(t, unit, 1024) + base.ProgramTime).Seconds() // bytes/s
+	linkBound := float64(base.HostMBps) * 1e6
+	const n, depth = 2000, 16
+	for _, tc := range []struct {
+		name       string
+		buffer     int64
+		throughput float64
+		minLat     time.Duration
+		maxLat     time.Duration
+	}{
+		// 16 x 32 KiB in flight at 254 MB/s: about 2 ms each.
+		{"buffer full", 256 * KiB, programBound, base.ProgramTime, 3 * base.ProgramTime},
+		// 16 x 8us on the link.
+		{"buffer never full", 128 * MiB, linkBound, 100 * us, 140 * us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			p := base
+			p.WriteBuffer = tc.buffer
+			d, q := newTestNVMe(t, e, p)
+			var ends []sim.Time
+			var lats []time.Duration
+			l := &closedLoop{q: q, bios: make([]Bio, depth),
+				fill: func(b *Bio, i int) {
+					b.Op, b.Sector, b.Bytes, b.Stamp = OpWrite, int64(i)*unit/SectorSize%(p.Capacity/SectorSize), unit, Stamp{1, uint64(i + 1)}
+				},
+				onEnd: func(b *Bio) {
+					ends = append(ends, e.Now())
+					lats = append(lats, time.Duration(e.Now()-b.Submitted))
+				}}
+			l.run(t, e, n)
+			require.NoError(t, l.err)
+			require.Len(t, ends, n)
+			assert.Equal(t, p.WriteOverhead+xfer(t, unit, 4096), lats[0], "the first write only fills the buffer")
+			// Steady state: the last three quarters of the run.
+			from := n / 4
+			span := time.Duration(ends[n-1] - ends[from])
+			got := float64(int64(n-1-from)*unit) / span.Seconds()
+			assert.InEpsilon(t, tc.throughput, got, 0.02, "write throughput, bytes/s")
+			var sum time.Duration
+			for _, l := range lats[from:] {
+				sum += l
+			}
+			mean := sum / time.Duration(n-from)
+			assert.GreaterOrEqual(t, mean, tc.minLat)
+			assert.LessOrEqual(t, mean, tc.maxLat)
+			assert.Equal(t, uint64(n), d.Programs, "every 32 KiB write is one program")
+		})
+	}
+}
+
+// Mechanism: ProgramQueue caps the programs issued to one die, so a read
+// waits behind at most that many; with no cap a die gets every program
+// of its share of the buffer at once and a read waits behind all of them.
+func TestNVMeProgramQueueBoundsReadWait(t *testing.T) {
+	base := testNVMeParams()
+	base.WriteBuffer = 4 * MiB
+	unit := base.PageSize * int64(base.Planes)
+	prog := xfer(t, unit, 1024) + base.ProgramTime // 1032us on the die
+	readTail := base.ReadTime + xfer(t, 4*KiB, 1024) + xfer(t, 4*KiB, 4096)
+	for _, tc := range []struct {
+		name         string
+		programQueue int
+		want         time.Duration
+	}{
+		// 128 units over 8 dies: die 0 has 16 programs queued from 10us
+		// on (its first unit is in the buffer at 10us), ending at
+		// 10us + 16*1032us; the read at 200us waits for all of them.
+		{"no cap", 0, 10*us + 16*prog + readTail - 200*us},
+		// Die 0 holds only its first program [10us, 1042us).
+		{"program_queue 1", 1, 10*us + prog + readTail - 200*us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			p := base
+			p.ProgramQueue = tc.programQueue
+			d, q := newTestNVMe(t, e, p)
+			log := newBioLog(e)
+			for i := range int64(128) {
+				log.submit(q, &Bio{Op: OpWrite, Sector: 8192 + i*unit/SectorSize, Bytes: unit, Stamp: Stamp{1, uint64(i + 1)}})
+			}
+			rlat := latencyOf(t, e, q, 200*us, &Bio{Op: OpRead, Sector: 0, Bytes: 4 * KiB})
+			run(t, e)
+			assert.Equal(t, tc.want, rlat())
+			if tc.programQueue > 0 {
+				assert.LessOrEqual(t, rlat(), base.ReadOverhead+time.Duration(tc.programQueue)*prog+readTail, "at most program_queue programs ahead")
+			}
+			assert.Equal(t, uint64(128), d.Programs)
+		})
+	}
+}
+
+// Mechanism: pages are striped over the dies, so a read covering several
+// pages reads them in parallel, one die each; it costs one page read when
+// there are enough dies, not one per page.
+func TestNVMeLargeReadSpreadsOverDies(t *testing.T) {
+	base := testNVMeParams()
+	page := base.ReadTime + xfer(t, 16*KiB, 1024) // 66us per full page on a die
+	half := base.ReadTime + xfer(t, 8*KiB, 1024)  // 58us for half a page
+	link := xfer(t, 128*KiB, 4096)                // 32us
+	for _, tc := range []struct {
+		name            string
+		channels, perCh int
+		offset          int64
+		want            time.Duration
+	}{
+		{"8 pages on 8 dies", 4, 2, 0, base.ReadOverhead + page + link},                 // 103us
+		{"8 pages on 4 dies", 2, 2, 0, base.ReadOverhead + 2*page + link},               // 169us
+		{"8 pages on 1 die", 1, 1, 0, base.ReadOverhead + 8*page + link},                // 565us
+		{"9 partial pages on 8 dies", 4, 2, 8 * KiB, base.ReadOverhead + 2*half + link}, // pages 0 and 8 share die 0
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			p := base
+			p.Channels, p.DiesPerChannel = tc.channels, tc.perCh
+			_, q := newTestNVMe(t, e, p)
+			lat := latencyOf(t, e, q, 0, &Bio{Op: OpRead, Sector: tc.offset / SectorSize, Bytes: 128 * KiB})
+			run(t, e)
+			assert.Equal(t, tc.want, lat())
+		})
+	}
+}
+
+func TestNVMeValidate(t *testing.T) {
+	require.NoError(t, func() error { p := testNVMeParams(); return p.Validate() }())
+	for _, tc := range []struct {
+		name   string
+		mod    func(p *NVMeParams)
+		errHas string
+	}{
+		{"zero capacity", func(p *NVMeParams) { p.Capacity = 0 }, "capacity"},
+		{"capacity not a multiple of 4k blocks", func(p *NVMeParams) { p.LogicalBlockSize = 4096; p.Capacity = 64*MiB + 512 }, "capacity"},
+		{"zero logical block size", func(p *NVMeParams) { p.LogicalBlockSize = 0 }, "logical_block_size"},
+		{"odd logical block size", func(p *NVMeParams) { p.LogicalBlockSize = 520 }, "logical_block_size must be 512 or 4096, not 520"},
+		{"1k logical block size", func(p *NVMeParams) { p.LogicalBlockSize = 1024 }, "logical_block_size"},
+		{"zero max_hw_sectors_kb", func(p *NVMeParams) { p.MaxHWSectorsKB = 0 }, "max_hw_sectors_kb"},
+		{"max_hw_sectors_kb below a 4k block", func(p *NVMeParams) { p.LogicalBlockSize = 4096; p.MaxHWSectorsKB = 2 }, "max_hw_sectors_kb"},
+		{"zero queue depth", func(p *NVMeParams) { p.QueueDepth = 0 }, "queue_depth"},
+		{"zero channels", func(p *NVMeParams) { p.Channels = 0 }, "channels"},
+		{"negative dies per channel", func(p *NVMeParams) { p.DiesPerChannel = -1 }, "dies_per_channel"},
+		{"absurd die count", func(p *NVMeParams) { p.Channels, p.DiesPerChannel = 1<<30, 1<<30 }, "dies"},
+		{"zero page size", func(p *NVMeParams) { p.PageSize = 0 }, "page_size"},
+		{"page size not sector multiple", func(p *NVMeParams) { p.PageSize = 1000 }, "page_size"},
+		{"zero planes", func(p *NVMeParams) { p.Planes = 0 }, "planes"},
+		{"program unit overflows", func(p *NVMeParams) { p.PageSize, p.Planes = 1<<62, 4 }, "overflow"},
+		{"negative read time", func(p *NVMeParams) { p.ReadTime = -1 }, "times"},
+		{"negative write overhead", func(p *NVMeParams) { p.WriteOverhead = -us }, "times"},
+		{"zero channel rate", func(p *NVMeParams) { p.ChannelMBps = 0 }, "channel_mbps"},
+		{"NaN host rate", func(p *NVMeParams) { p.HostMBps = math.NaN() }, "host_mbps"},
+		{"buffer smaller than max request", func(p *NVMeParams) { p.WriteBuffer = 64 * KiB }, "write_buffer"},
+		{"buffer smaller than program unit", func(p *NVMeParams) { p.MaxHWSectorsKB = 4; p.WriteBuffer = 16 * KiB }, "write_buffer"},
+		{"negative program queue", func(p *NVMeParams) { p.ProgramQueue = -1 }, "program_queue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testNVMeParams()
+			tc.mod(&p)
+			require.ErrorContains(t, p.Validate(), tc.errHas)
+			_, err := NewNVMe(newEngine(t), p)
+			require.ErrorContains(t, err, tc.errHas, "NewNVMe validates")
+		})
+	}
+}
