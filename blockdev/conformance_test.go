@@ -38,6 +38,10 @@ var conformanceDevices = []struct {
 		"queue_depth=64", "channels=2", "dies_per_channel=1", "page_size=4k", "planes=1",
 		"read_time=30us", "program_time=300us", "channel_mbps=800", "host_mbps=3000",
 		"read_overhead=3us", "write_overhead=1us", "write_buffer=1m", "program_queue=1"}},
+	{"nvme-stream", []string{"kind=nvme", "capacity=64m", "max_hw_sectors_kb=1024", "logical_block_size=512",
+		"queue_depth=128", "channels=4", "dies_per_channel=2", "page_size=16k", "planes=2",
+		"read_time=50us", "program_time=1ms", "channel_mbps=1024", "host_mbps=4096",
+		"read_overhead=5us", "write_overhead=2us", "write_buffer=1m", "stream_min=64k"}},
 }
 
 // stamper is what every device implementation offers for verification.

@@ -271,3 +271,49 @@ func TestNVMeValidate(t *testing.T) {
 		})
 	}
 }
+
+// Mechanism: writes of StreamMin bytes or more bypass the DRAM buffer:
+// after the link, their program units queue at the dies round-robin and
+// the write completes when its last unit's program has started (data in
+// the die's page register); reads on those dies then wait for the
+// programs. Smaller writes still complete from the buffer.
+func TestNVMeStreamingWrites(t *testing.T) {
+	base := testNVMeParams()
+	base.StreamMin = 64 * KiB
+	unit := base.PageSize * int64(base.Planes)
+	for _, tc := range []struct {
+		name     string
+		bytes    int64
+		want     time.Duration
+		programs uint64 // issued by the time the write completes
+		readLat  time.Duration
+	}{
+		// Buffered: 2us + 8us link; its one program (on die 0) starts
+		// at 10us and ends at 1042us; the read at 100us waits for it.
+		{"32k below stream_min", 32 * KiB, base.WriteOverhead + xfer(t, unit, 4096), 1,
+			1042*us + 55*us - 100*us},
+		// Streamed: 2us + 32us link, then 4 units on dies 0-3 each take
+		// 32us on the channel before their program starts at 66us.
+		{"128k streamed", 128 * KiB, base.WriteOverhead + xfer(t, 128*KiB, 4096) + xfer(t, unit, 1024), 4,
+			66*us + base.ProgramTime + 55*us - 100*us},
+		// 64k is exactly stream_min: 2 + 16 + 32.
+		{"64k at stream_min", 64 * KiB, base.WriteOverhead + xfer(t, 64*KiB, 4096) + xfer(t, unit, 1024), 2,
+			50*us + base.ProgramTime + 55*us - 100*us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t)
+			d, q := newTestNVMe(t, e, base)
+			var programsAtEnd uint64
+			log := newBioLog(e)
+			w := &Bio{Op: OpWrite, Sector: 4096, Bytes: tc.bytes, Stamp: Stamp{1, 1}}
+			log.submit(q, w)
+			rlat := latencyOf(t, e, q, 100*us, &Bio{Op: OpRead, Sector: 0, Bytes: 4 * KiB})
+			at(e, 99*us, func() { programsAtEnd = d.Programs })
+			run(t, e)
+			require.Len(t, log.ends[w], 1)
+			assert.Equal(t, tc.want, time.Duration(log.ends[w][0].At))
+			assert.Equal(t, tc.programs, programsAtEnd)
+			assert.Equal(t, tc.readLat, rlat(), "a read on die 0 waits for the program there")
+		})
+	}
+}

@@ -26,15 +26,16 @@ var ErrJob = errors.New("job cannot run")
 
 // job is one clone of a JobSpec while it runs.
 type job struct {
-	spec  *JobSpec
-	id    int
-	file  *fsmodel.File
-	rng   *rand.Rand
-	res   JobResult
-	rmap  randomMap
-	seq   [2]int64 // next sequential offset per direction
-	stamp blockdev.Stamp
-	done  bool
+	spec     *JobSpec
+	id       int
+	fileName string
+	file     *fsmodel.File
+	rng      *rand.Rand
+	res      JobResult
+	rmap     randomMap
+	seq      [2]int64 // next sequential offset per direction
+	stamp    blockdev.Stamp
+	done     bool
 }
 
 // Run runs jobs on fsys until every job has finished and returns their
@@ -71,7 +72,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 				sizes[name] = &fileReq{size: s.Size, spec: s}
 				order = append(order, name)
 			}
-			j := &job{spec: s, id: id}
+			j := &job{spec: s, id: id, fileName: name}
 			j.res = JobResult{Name: s.Name, JobID: id, Jobs: 1, RW: s.RW.String(), BS: s.BS, IOEngine: s.IOEngine, IODepth: s.IODepth}
 			// fio's randseed and the run's seed together pick the
 			// stream; each job has its own.
@@ -90,19 +91,9 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		}
 		files[name] = f
 	}
-	ji := 0
-	for i := range specs {
-		s := &specs[i]
-		for c := 0; c < s.NumJobs; c++ {
-			name := s.Filename
-			if name == "" {
-				name = fmt.Sprintf("%s.%d.0", s.Name, c)
-			}
-			j := jobs[ji]
-			j.file = files[name]
-			j.rmap.init(s.Size / minBS(s))
-			ji++
-		}
+	for _, j := range jobs {
+		j.file = files[j.fileName]
+		j.rmap.init(j.spec.Size / minBS(j.spec))
 	}
 	start := e.Now()
 	for _, j := range jobs {
