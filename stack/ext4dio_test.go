@@ -30,16 +30,6 @@ type published struct {
 	Rows      map[string]publishedRow `toml:"rows"`
 }
 
-// knownOff lists metrics the model does not yet bring within the published
-// tolerance, with the bound they are held to meanwhile (so a regression
-// still fails). See the engine issue's notes: in the "w/" configuration at
-// 4k the model's writers wait less for the reader batches than on the
-// real machine.
-var knownOff = map[string]float64{
-	"4k-with/read_mibs":    0.20,
-	"4k-with/write_lat_us": 0.26,
-}
-
 // runExt4DIO runs the shipped job file on one shipped stack at bs.
 func runExt4DIO(t testing.TB, bs, stackFile string, seed uint64) *workload.Result {
 	env := func(k string) (string, bool) {
@@ -89,12 +79,7 @@ func TestExt4DIOReproducesPublishedRows(t *testing.T) {
 			want := map[string]float64{"read_mibs": row.ReadMiBs, "read_lat_us": row.ReadLatUs, "write_lat_us": row.WriteLatUs}
 			for _, m := range []string{"read_mibs", "read_lat_us", "write_lat_us"} {
 				dev := got[m]/want[m] - 1
-				tol := pub.Tolerance
-				if k, ok := knownOff[name+"/"+m]; ok {
-					tol = k
-					t.Logf("%s %s: %.1f vs published %.1f (%+.1f%%): outside the %.0f%% target, held to %.0f%%", name, m, got[m], want[m], dev*100, pub.Tolerance*100, tol*100)
-				}
-				assert.LessOrEqual(t, math.Abs(dev), tol, "%s %s: simulated %.1f, published %.1f (%+.1f%%)", name, m, got[m], want[m], dev*100)
+				assert.LessOrEqual(t, math.Abs(dev), pub.Tolerance, "%s %s: simulated %.1f, published %.1f (%+.1f%%)", name, m, got[m], want[m], dev*100)
 			}
 			// Write bandwidth matches read, as published (up to the binomial
 			// noise of a 50/50 mix over ~10k IOs at 1M).
