@@ -86,7 +86,7 @@ func TestDefaultBuilds(t *testing.T) {
 	assert.Equal(t, "nvme0n1", st.Device.Name())
 	assert.Equal(t, fsmodel.Ext4{ParallelDIOReads: true}, st.FS.Policy())
 	assert.Equal(t, 16, st.Engine.Host().CPUs)
-	assert.Equal(t, "500ns", st.AppPerIO.String())
+	assert.Equal(t, "1.5µs", st.AppPerIO.String())
 }
 
 func TestLoadExperimentStacks(t *testing.T) {
