@@ -50,9 +50,15 @@ type Bio struct {
 	Private any
 	// Submitted is the time the bio entered the queue.
 	Submitted sim.Time
+	// Issuer is the task the bio is submitted for (traces, statistics).
+	Issuer Issuer
+	// Sync marks synchronous IO (direct IO, fsync writeback).
+	Sync bool
 
 	parent    *Bio
 	remaining int
+	// noMerge marks the front pieces of a split bio (REQ_NOMERGE).
+	noMerge bool
 }
 
 // Sectors returns the bio's length in sectors.
@@ -67,14 +73,26 @@ func (b *Bio) Reset() {
 // Request is what the queue dispatches to a device: a contiguous range in
 // one direction, built from one or more bios (or pieces of a split bio).
 type Request struct {
-	Op      Op
-	Sector  int64
-	Bytes   int64
-	Bios    []*Bio
+	Op     Op
+	Sector int64
+	Bytes  int64
+	Bios   []*Bio
+	// Tag is the request's tag on its hardware queue while dispatched
+	// (-1 otherwise), HWQueue the queue.
 	Tag     int
+	HWQueue int
+	// Queued is when the request was allocated (G), Started when it was
+	// issued to the device (D).
 	Queued  sim.Time
 	Started sim.Time
 	Err     error
+	// Issuer is the task of the request's first bio; Sync as its bios.
+	Issuer Issuer
+	Sync   bool
+
+	segs     int      // scatter-gather segments of its bios
+	noMerge  bool     // holds a split-off piece: never merged into
+	deadline sim.Time // mq-deadline FIFO expiry
 }
 
 // Sectors returns the request's length in sectors.

@@ -27,8 +27,16 @@ type Limits struct {
 	LogicalBlockSize int
 	// MaxHWSectorsKB is the largest request the device accepts, in KiB.
 	MaxHWSectorsKB int
-	// QueueDepth is the number of requests the device holds at once (tags).
+	// QueueDepth is the number of requests the device holds at once per
+	// hardware queue (tags).
 	QueueDepth int
+	// MaxSegments is the most scatter-gather segments one request may
+	// carry (0: the kernel default, 128).
+	MaxSegments int
+	// MaxSegmentSize is the largest segment in bytes (0: 64 KiB).
+	MaxSegmentSize int
+	// HWQueues is the number of hardware queues (0: 1).
+	HWQueues int
 }
 
 // Completer is told by a device when a request has finished.
@@ -41,8 +49,9 @@ type Completer interface {
 // Contract:
 //   - Submit is called on the engine goroutine with a request that lies
 //     within Capacity, is aligned to LogicalBlockSize and no larger than
-//     MaxHWSectorsKB, and while fewer than QueueDepth requests are
-//     outstanding. The device owns the request until it completes it.
+//     MaxHWSectorsKB, and while fewer than QueueDepth requests per
+//     hardware queue are outstanding (Request.HWQueue says which). The
+//     device owns the request until it completes it.
 //   - The device completes every request exactly once, by calling the
 //     Completer given to Attach from an engine event at or after the time
 //     of Submit, never from inside Submit. A failed request has Err set;

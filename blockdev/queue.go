@@ -11,52 +11,105 @@ import (
 )
 
 // DiskStats are a device's counters in the shape of /proc/diskstats,
-// indexed by Op where there are two. Times are simulated.
+// indexed by Op where there are two, plus blksim's own request-size
+// histograms. Times are simulated.
 type DiskStats struct {
 	// IOs counts completed requests.
 	IOs [2]uint64
-	// Merges counts bios merged into existing requests.
+	// Merges counts merges: a bio merged into a request, or two requests
+	// merged into one.
 	Merges [2]uint64
 	// Sectors counts sectors transferred.
 	Sectors [2]uint64
-	// Ticks is the summed request time from queueing to completion.
+	// Ticks is the summed request time from allocation to completion.
 	Ticks [2]time.Duration
-	// InFlight is the number of requests between queueing and completion.
+	// InFlight is the number of requests between allocation and
+	// completion.
 	InFlight int
 	// IOTicks is the time during which at least one request was in flight.
 	IOTicks time.Duration
 	// TimeInQueue is the in-flight count integrated over time.
 	TimeInQueue time.Duration
-	// Splits counts bios split to the device's limits.
+	// Splits counts bios split to the queue's limits.
 	Splits uint64
+	// QueuedSizes counts bios by size (bytes) as they entered the queue
+	// (Q), DispatchedSizes requests by size as they were issued (D).
+	QueuedSizes, DispatchedSizes [2]map[int64]uint64
 }
 
-// QueueOptions tune a request queue; zero fields take the device's values.
+// Scheduler names accepted in QueueOptions.Scheduler.
+const (
+	SchedNone       = "none"
+	SchedMQDeadline = "mq-deadline"
+)
+
+// DeadlineOptions are mq-deadline's tunables (/sys/block/*/queue/iosched).
+type DeadlineOptions struct {
+	ReadExpire    time.Duration // default 500 ms
+	WriteExpire   time.Duration // default 5 s
+	WritesStarved int           // default 2
+	FifoBatch     int           // default 16
+	NoFrontMerges bool          // front_merges=0 (default: front merges on)
+}
+
+// QueueOptions tune a request queue; zero fields take the device's or the
+// kernel's defaults.
 type QueueOptions struct {
 	// MaxSectorsKB caps request size (default: the device's MaxHWSectorsKB).
 	MaxSectorsKB int
-	// NrRequests caps the requests in flight (default: the device's depth).
+	// NrRequests caps the requests in flight per hardware queue (default:
+	// the device's depth).
 	NrRequests int
+	// MaxSegments and MaxSegmentSize cap a request's scatter-gather list
+	// (defaults: the device's, else 128 and 64 KiB).
+	MaxSegments    int
+	MaxSegmentSize int
+	// NoMerges is sysfs nomerges: 0 all merges, 1 only the one-hit merge
+	// with the most recent candidate, 2 none.
+	NoMerges int
+	// Scheduler is SchedNone (default) or SchedMQDeadline.
+	Scheduler string
+	// Deadline tunes mq-deadline.
+	Deadline DeadlineOptions
+	// HWQueues is the number of hardware queues (default: the device's,
+	// else 1); a task's CPU picks its queue.
+	HWQueues int
 }
 
-// Queue turns bios into requests for one device: it checks them, splits
-// them to the request size limit, waits for a tag when the device is full
-// and dispatches in FIFO order. It may be used only on the engine goroutine.
+// hwQueue is one hardware queue: its tags and, with no scheduler, its
+// dispatch list (the software queue).
+type hwQueue struct {
+	tags []int
+	list []*Request
+}
+
+// Queue turns bios into requests for one device, as blk-mq does: it checks
+// and splits bios to the queue limits, merges them into plugged or queued
+// requests, allocates requests, holds them in the IO scheduler and issues
+// them when a tag is free. It may be used only on the engine goroutine.
 type Queue struct {
 	e      *sim.Engine
 	dev    Device
 	limits Limits
-	maxReq int64
-	depth  int
+	opt    QueueOptions
+	maxReq int64 // bytes
+	maxSeg int
+	depth  int // tags per hardware queue
 
-	inFlight int   // requests holding a tag
-	tags     []int // free tags, lowest on top
-	waiting  []*Request
+	hwqs     []hwQueue
+	inFlight int // requests holding a tag
+	dl       *deadline
+	lastMrg  *Request // one-hit merge candidate (nomerges=1)
+
 	free     []*Request
 	freeBios []*Bio
 
 	stats    DiskStats
 	lastTick sim.Time
+
+	plugs  []*Plug
+	tracer Tracer
+	tev    TraceEvent
 
 	// Fix (tests): bios failed by Submit are ended from an event, since
 	// EndBio must never run inside Submit (BioEnder's contract).
@@ -83,21 +136,29 @@ func (f *failedBios) Fire(uint64) {
 // BLK_MQ_MAX_DEPTH (a larger device depth is reduced to it).
 const maxQueueDepth = 10240
 
+// Kernel defaults for segment limits (BLK_MAX_SEGMENTS,
+// BLK_MAX_SEGMENT_SIZE).
+const (
+	defaultMaxSegments    = 128
+	defaultMaxSegmentSize = 64 << 10
+)
+
 // NewQueue attaches a queue to dev. It fails if the options exceed the
-// device's limits.
+// device's limits or are invalid.
 func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 	lim := dev.Limits()
+	name := dev.Name()
 	if lim.LogicalBlockSize <= 0 || lim.LogicalBlockSize%SectorSize != 0 {
-		return nil, fmt.Errorf("blockdev: %s: logical block size %d is not a multiple of %d", dev.Name(), lim.LogicalBlockSize, SectorSize)
+		return nil, fmt.Errorf("blockdev: %s: logical block size %d is not a multiple of %d", name, lim.LogicalBlockSize, SectorSize)
 	}
 	if lim.MaxHWSectorsKB <= 0 || lim.QueueDepth <= 0 {
-		return nil, fmt.Errorf("blockdev: %s: max_hw_sectors_kb and queue depth must be positive", dev.Name())
+		return nil, fmt.Errorf("blockdev: %s: max_hw_sectors_kb and queue depth must be positive", name)
 	}
-	q := &Queue{e: e, dev: dev, limits: lim}
+	q := &Queue{e: e, dev: dev, limits: lim, opt: opt}
 	kb := lim.MaxHWSectorsKB
 	if opt.MaxSectorsKB > 0 {
 		if opt.MaxSectorsKB > kb {
-			return nil, fmt.Errorf("blockdev: %s: max_sectors_kb %d exceeds max_hw_sectors_kb %d", dev.Name(), opt.MaxSectorsKB, kb)
+			return nil, fmt.Errorf("blockdev: %s: max_sectors_kb %d exceeds max_hw_sectors_kb %d", name, opt.MaxSectorsKB, kb)
 		}
 		kb = opt.MaxSectorsKB
 	}
@@ -105,20 +166,58 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 	// Fix (tests): a request size that is not a multiple of the logical
 	// block size would split bios into misaligned requests.
 	if q.maxReq%int64(lim.LogicalBlockSize) != 0 {
-		return nil, fmt.Errorf("blockdev: %s: max_sectors_kb %d is not a multiple of the logical block size %d", dev.Name(), kb, lim.LogicalBlockSize)
+		return nil, fmt.Errorf("blockdev: %s: max_sectors_kb %d is not a multiple of the logical block size %d", name, kb, lim.LogicalBlockSize)
+	}
+	q.maxSeg = firstPositive(opt.MaxSegments, lim.MaxSegments, defaultMaxSegments)
+	if lim.MaxSegments > 0 && q.maxSeg > lim.MaxSegments {
+		return nil, fmt.Errorf("blockdev: %s: max_segments %d exceeds the device's %d", name, q.maxSeg, lim.MaxSegments)
+	}
+	if segSize := firstPositive(opt.MaxSegmentSize, lim.MaxSegmentSize, defaultMaxSegmentSize); segSize < 4096 {
+		return nil, fmt.Errorf("blockdev: %s: max_segment_size %d is below the 4096-byte page", name, segSize)
+	}
+	if opt.NoMerges < 0 || opt.NoMerges > 2 {
+		return nil, fmt.Errorf("blockdev: %s: nomerges %d: want 0, 1 or 2", name, opt.NoMerges)
 	}
 	// Fix (tests): clamp absurd depths (the tag array is allocated
 	// up front), as blk-mq does.
 	q.depth = min(lim.QueueDepth, maxQueueDepth)
-	q.failed.q = q
 	if opt.NrRequests > 0 && opt.NrRequests < q.depth {
 		q.depth = opt.NrRequests
 	}
-	for t := q.depth - 1; t >= 0; t-- {
-		q.tags = append(q.tags, t)
+	nhw := firstPositive(opt.HWQueues, lim.HWQueues, 1)
+	if nhw > 256 {
+		return nil, fmt.Errorf("blockdev: %s: %d hardware queues: at most 256", name, nhw)
 	}
+	q.hwqs = make([]hwQueue, nhw)
+	for i := range q.hwqs {
+		for t := q.depth - 1; t >= 0; t-- {
+			q.hwqs[i].tags = append(q.hwqs[i].tags, t)
+		}
+	}
+	switch opt.Scheduler {
+	case "", SchedNone:
+		q.opt.Scheduler = SchedNone
+	case SchedMQDeadline:
+		q.dl = newDeadline(opt.Deadline)
+	default:
+		return nil, fmt.Errorf("blockdev: %s: scheduler %q: want %s or %s", name, opt.Scheduler, SchedNone, SchedMQDeadline)
+	}
+	for op := range q.stats.QueuedSizes {
+		q.stats.QueuedSizes[op] = make(map[int64]uint64)
+		q.stats.DispatchedSizes[op] = make(map[int64]uint64)
+	}
+	q.failed.q = q
 	dev.Attach(q)
 	return q, nil
+}
+
+func firstPositive(v ...int) int {
+	for _, x := range v {
+		if x > 0 {
+			return x
+		}
+	}
+	return 0
 }
 
 // Device returns the queue's device.
@@ -127,7 +226,16 @@ func (q *Queue) Device() Device { return q.dev }
 // Limits returns the device's limits.
 func (q *Queue) Limits() Limits { return q.limits }
 
-// Stats returns the counters, with time-based ones brought up to Now.
+// Scheduler returns the IO scheduler's name.
+func (q *Queue) Scheduler() string {
+	if q.dl != nil {
+		return SchedMQDeadline
+	}
+	return SchedNone
+}
+
+// Stats returns the counters, with time-based ones brought up to Now. The
+// histogram maps are the queue's own: read them, do not modify them.
 func (q *Queue) Stats() DiskStats {
 	q.tick()
 	return q.stats
@@ -157,9 +265,13 @@ func (e *AlignmentError) Error() string {
 // Is reports whether target is EINVAL.
 func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL }
 
-// Submit queues b. The bio must be sector aligned; b.End is told when it
-// completes (possibly with an error). Submit never blocks.
-func (q *Queue) Submit(b *Bio) {
+// Submit queues b without a plug. The bio must be aligned to the logical
+// block size; b.End is told when it completes (possibly with an error),
+// never inside Submit. Submit never blocks.
+func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
+
+// submit is submit_bio: check, trace, split, merge or make a request.
+func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.Submitted = q.e.Now()
 	b.remaining = 0
 	// Fix (tests): check alignment to the logical block size (the Device
@@ -174,25 +286,40 @@ func (q *Queue) Submit(b *Bio) {
 		q.fail(b, ErrOutOfRange)
 		return
 	}
-	if b.Bytes <= q.maxReq {
-		q.queue(b)
+	q.traceBio(TraceQueue, b, 0)
+	q.stats.QueuedSizes[b.Op][b.Bytes]++
+	limit := min(q.maxReq, int64(q.maxSeg)*pageSize)
+	if b.Bytes <= limit {
+		q.queueBio(b, plug)
 		return
 	}
+	// Split as blk_queue_split does: the front piece, marked not to be
+	// merged, is queued; the remainder is split again until it fits.
 	q.stats.Splits++
-	n := int((b.Bytes + q.maxReq - 1) / q.maxReq)
-	b.remaining = n
-	for off := int64(0); off < b.Bytes; off += q.maxReq {
+	b.remaining = int((b.Bytes + limit - 1) / limit)
+	for off := int64(0); off < b.Bytes; off += limit {
 		p := q.newBio()
-		p.Op = b.Op
+		p.Op, p.Stamp, p.CollectData, p.Sync = b.Op, b.Stamp, b.CollectData, b.Sync
+		p.Issuer = b.Issuer
 		p.Sector = b.Sector + off/SectorSize
-		p.Bytes = min(q.maxReq, b.Bytes-off)
-		p.Stamp = b.Stamp
-		p.CollectData = b.CollectData
+		p.Bytes = min(limit, b.Bytes-off)
 		p.Submitted = b.Submitted
 		p.parent = b
-		q.queue(p)
+		if off+p.Bytes < b.Bytes {
+			p.noMerge = true
+			q.traceBio(TraceSplit, p, uint64(p.Sector+p.Bytes/SectorSize))
+		}
+		q.queueBio(p, plug)
 	}
 }
+
+// pageSize is the memory page behind each scatter-gather segment: direct
+// IO and page-cache bios carry one page per segment (their pages are not
+// physically contiguous).
+const pageSize = 4096
+
+// bioSegments is the number of scatter-gather segments of b.
+func bioSegments(b *Bio) int { return int((b.Bytes + pageSize - 1) / pageSize) }
 
 // fail ends b with err from an event, not inside Submit.
 func (q *Queue) fail(b *Bio, err error) {
@@ -219,26 +346,157 @@ func (q *Queue) newRequest() *Request {
 	return &Request{Tag: -1}
 }
 
-// queue makes a request of one bio and dispatches or parks it.
-func (q *Queue) queue(b *Bio) {
+// queueBio merges b into a plugged or queued request, or makes a request
+// of it (G) that goes to the plug or is inserted (I) and run.
+func (q *Queue) queueBio(b *Bio, plug *Plug) {
 	q.tick()
+	if q.opt.NoMerges < 2 && !b.noMerge {
+		if plug != nil && q.mergeInto(plug.reqs, b, true) {
+			return
+		}
+		if q.dl != nil {
+			if q.dl.bioMerge(q, b) {
+				return
+			}
+		} else if q.mergeInto(q.hwqs[q.hwqOf(b.Issuer)].list, b, false) {
+			return
+		}
+	}
 	r := q.newRequest()
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
+	r.Issuer, r.Sync, r.segs, r.noMerge = b.Issuer, b.Sync, bioSegments(b), b.noMerge
+	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
 	q.stats.InFlight++
-	if q.inFlight < q.depth && len(q.waiting) == 0 {
-		q.dispatch(r)
+	q.traceReq(TraceGetRequest, r, 0)
+	if plug != nil {
+		plug.add(r)
 		return
 	}
-	q.waiting = append(q.waiting, r)
+	q.insert(r)
+	q.run()
 }
 
-func (q *Queue) dispatch(r *Request) {
+func (q *Queue) hwqOf(iss Issuer) int { return iss.CPU % len(q.hwqs) }
+
+// mergeInto tries to merge b into one of reqs, newest first (only the
+// newest with nomerges=1, and at most eight for the software queue, as
+// blk_bio_list_merge checks). It reports whether b was merged.
+func (q *Queue) mergeInto(reqs []*Request, b *Bio, plugged bool) bool {
+	limit := 8
+	if plugged {
+		limit = len(reqs)
+	}
+	if q.opt.NoMerges == 1 {
+		limit = 1
+	}
+	for i := len(reqs) - 1; i >= 0 && limit > 0; i-- {
+		limit--
+		if q.tryMerge(reqs[i], b, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// canMerge reports whether b may join r at all (direction, flags, limits).
+func (q *Queue) canMerge(r *Request, b *Bio) bool {
+	return r.Op == b.Op && !r.noMerge && !b.noMerge && r.Tag < 0 &&
+		r.Bytes+b.Bytes <= q.maxReq && r.segs+bioSegments(b) <= q.maxSeg
+}
+
+// tryMerge merges b into r at its back, or at its front when front is
+// allowed, and reports whether it did.
+func (q *Queue) tryMerge(r *Request, b *Bio, front bool) bool {
+	if !q.canMerge(r, b) {
+		return false
+	}
+	switch {
+	case r.Sector+r.Bytes/SectorSize == b.Sector:
+		r.Bios = append(r.Bios, b)
+		r.Bytes += b.Bytes
+		r.segs += bioSegments(b)
+		q.merged(r, b, TraceBackMerge)
+		return true
+	case front && b.Sector+b.Bytes/SectorSize == r.Sector:
+		r.Bios = slices.Insert(r.Bios, 0, b)
+		r.Sector = b.Sector
+		r.Bytes += b.Bytes
+		r.segs += bioSegments(b)
+		q.merged(r, b, TraceFrontMerge)
+		return true
+	}
+	return false
+}
+
+func (q *Queue) merged(r *Request, b *Bio, a TraceAction) {
+	q.stats.Merges[b.Op]++
+	q.lastMrg = r
+	q.traceBio(a, b, 0)
+}
+
+// insert hands a request to the scheduler or the software queue (I).
+func (q *Queue) insert(r *Request) {
+	q.traceReq(TraceInsert, r, 0)
+	if q.dl != nil {
+		q.dl.insert(q, r)
+		return
+	}
+	h := &q.hwqs[r.HWQueue]
+	h.list = append(h.list, r)
+}
+
+// run issues requests while tags are free (D).
+func (q *Queue) run() {
+	if q.dl != nil {
+		for {
+			hw := q.freeHWQueue()
+			if hw < 0 {
+				return
+			}
+			r := q.dl.dispatch(q)
+			if r == nil {
+				return
+			}
+			r.HWQueue = hw
+			q.issue(r)
+		}
+	}
+	for i := range q.hwqs {
+		h := &q.hwqs[i]
+		for len(h.list) > 0 && len(h.tags) > 0 {
+			r := h.list[0]
+			copy(h.list, h.list[1:])
+			h.list[len(h.list)-1] = nil
+			h.list = h.list[:len(h.list)-1]
+			q.issue(r)
+		}
+	}
+}
+
+// freeHWQueue returns the first hardware queue with a free tag, or -1.
+func (q *Queue) freeHWQueue() int {
+	for i := range q.hwqs {
+		if len(q.hwqs[i].tags) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// issue gives r a tag on its hardware queue and submits it to the device.
+func (q *Queue) issue(r *Request) {
+	if q.lastMrg == r {
+		q.lastMrg = nil
+	}
+	h := &q.hwqs[r.HWQueue]
+	r.Tag = h.tags[len(h.tags)-1]
+	h.tags = h.tags[:len(h.tags)-1]
 	q.inFlight++
-	r.Tag = q.tags[len(q.tags)-1]
-	q.tags = q.tags[:len(q.tags)-1]
 	r.Started = q.e.Now()
+	q.stats.DispatchedSizes[r.Op][r.Bytes]++
+	q.traceReq(TraceIssue, r, 0)
 	q.dev.Submit(r)
 }
 
@@ -263,10 +521,17 @@ func (q *Queue) CompleteRequest(r *Request) {
 	q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
 	q.stats.InFlight--
 	q.inFlight--
+	errno := 0
+	if r.Err != nil {
+		errno = int(syscall.EIO)
+	}
+	q.traceReq(TraceComplete, r, 0)
+	q.tev.Error = errno
 	// Fix (tests): free the tag before ending the bios: an EndBio that
 	// submits the next bio at full depth is dispatched at once and needs
 	// it.
-	q.tags = append(q.tags, r.Tag)
+	h := &q.hwqs[r.HWQueue]
+	h.tags = append(h.tags, r.Tag)
 	r.Tag = -1
 	for _, b := range r.Bios {
 		if r.Err != nil {
@@ -274,16 +539,15 @@ func (q *Queue) CompleteRequest(r *Request) {
 		}
 		q.endBio(b)
 	}
+	q.freeRequest(r)
+	q.run()
+}
+
+func (q *Queue) freeRequest(r *Request) {
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
+	r.Tag = -1
 	q.free = append(q.free, r)
-	if len(q.waiting) > 0 && q.inFlight < q.depth {
-		w := q.waiting[0]
-		copy(q.waiting, q.waiting[1:])
-		q.waiting[len(q.waiting)-1] = nil
-		q.waiting = q.waiting[:len(q.waiting)-1]
-		q.dispatch(w)
-	}
 }
 
 // endBio completes b, or one piece of a split bio (the parent completes
@@ -333,4 +597,31 @@ func transferData(store *StampMap, r *Request) {
 			t.Data = store.Read(t.Data, b.Sector, b.Sectors())
 		}
 	}
+}
+
+// SetTracer sends the queue's events to t (nil stops tracing).
+func (q *Queue) SetTracer(t Tracer) { q.tracer = t }
+
+// traceBio reports an event about a bio.
+func (q *Queue) traceBio(a TraceAction, b *Bio, extra uint64) {
+	if q.tracer != nil {
+		q.trace(a, b.Op, b.Sync, b.Sector, b.Bytes, b.Issuer, extra)
+	}
+}
+
+// traceReq reports an event about a request.
+func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
+	if q.tracer != nil {
+		q.trace(a, r.Op, r.Sync, r.Sector, r.Bytes, r.Issuer, extra)
+	}
+}
+
+// trace reports one event if a tracer is set.
+func (q *Queue) trace(a TraceAction, op Op, sync bool, sector, bytes int64, iss Issuer, extra uint64) {
+	if q.tracer == nil {
+		return
+	}
+	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Sector: sector, Bytes: bytes,
+		PID: iss.PID, Comm: iss.Comm, CPU: iss.CPU, Extra: extra}
+	q.tracer.Trace(&q.tev)
 }

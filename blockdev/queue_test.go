@@ -44,9 +44,10 @@ func TestQueueSplitsToMaxRequestSize(t *testing.T) {
 		{"1MiB by max_sectors_kb 64", 1024, 64, OpRead, MiB, 16},
 		{"1MiB fits 1024k", 1024, 0, OpWrite, MiB, 1},
 	} {
+		// 256 segments: the size limit, not max_segments, splits here.
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t)
-			q, rd, _ := newMemQueue(t, e, MemParams{MaxHWSectorsKB: tc.maxHW, Latency: 10 * us, MBps: 1000}, QueueOptions{MaxSectorsKB: tc.opt})
+			q, rd, _ := newMemQueue(t, e, MemParams{MaxHWSectorsKB: tc.maxHW, Latency: 10 * us, MBps: 1000}, QueueOptions{MaxSectorsKB: tc.opt, MaxSegments: 256})
 			log := newBioLog(e)
 			const start = 2048 + 8 // not chunk aligned
 			b := &Bio{Op: tc.op, Sector: start, Bytes: tc.bytes, Stamp: Stamp{Writer: 1, Seq: 1}}
@@ -375,7 +376,7 @@ func TestNewQueueOptions(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.maxReq, q.maxReq)
 			assert.Equal(t, tc.depth, q.depth)
-			assert.Len(t, q.tags, tc.depth)
+			assert.Len(t, q.hwqs[0].tags, tc.depth)
 		})
 	}
 }

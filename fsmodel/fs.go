@@ -3,6 +3,7 @@ package fsmodel
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -278,9 +279,12 @@ func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s block
 	})
 	d.remaining = used
 	t.CPU(c.DIOSetup + c.DIOPerPage*time.Duration(pages) + c.BioSubmit*time.Duration(used))
+	plug := f.fs.q.StartPlug(t, IssuerOf(t))
 	for _, b := range d.bios[:used] {
-		f.fs.q.Submit(b)
+		b.Sync = true
+		plug.Submit(b)
 	}
+	plug.Finish()
 	d.used = used
 }
 
@@ -290,4 +294,18 @@ func (d *dio) stamps(data []blockdev.StampRun) []blockdev.StampRun {
 		data = append(data, b.Data...)
 	}
 	return data
+}
+
+// IssuerOf describes task t for block-layer traces: its id as the PID and
+// the part of its name before the first ':' (at most 15 bytes, as the
+// kernel's comm) as the command.
+func IssuerOf(t *sim.Task) blockdev.Issuer {
+	comm := t.Name()
+	if i := strings.IndexByte(comm, ':'); i >= 0 {
+		comm = comm[:i]
+	}
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	return blockdev.Issuer{PID: uint32(t.ID() + 1), Comm: comm, CPU: t.LastCPU()}
 }

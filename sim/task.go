@@ -41,8 +41,9 @@ type Task struct {
 	yield func(struct{}) bool
 
 	// CPU scheduling.
-	cpu   int
-	burst time.Duration
+	cpu     int
+	lastCPU int
+	burst   time.Duration
 	// owed is CPU time charged but not yet run (see Charge).
 	owed time.Duration
 
@@ -59,7 +60,25 @@ type Task struct {
 	spinLock  *RWSem
 
 	held []heldLock
+
+	sleepHook SleepHook
 }
+
+// SleepHook is told when a task is about to sleep (block other than for a
+// CPU or an optimistic spin). A block plug uses it to flush its batch.
+type SleepHook interface {
+	BeforeSleep(t *Task)
+}
+
+// SetSleepHook installs h (nil removes it) and returns the previous hook.
+func (t *Task) SetSleepHook(h SleepHook) SleepHook {
+	old := t.sleepHook
+	t.sleepHook = h
+	return old
+}
+
+// LastCPU returns the CPU the task last ran a burst on (0 before any).
+func (t *Task) LastCPU() int { return t.lastCPU }
 
 type heldLock struct {
 	l     *RWSem
@@ -158,6 +177,20 @@ func (e *Engine) reap() {
 // whether the task leaves the CPU (it is then not running, and spinners on
 // locks it owns give up).
 func (t *Task) park(sleeping bool) {
+	if sleeping && t.sleepHook != nil {
+		// Like the kernel's sched_submit_work: work the task batched
+		// (a block plug) is flushed before it sleeps.
+		t.sleepHook.BeforeSleep(t)
+	}
+	t.parkAs(sleeping)
+}
+
+// parkRunnable parks a task that is runnable but off CPU (waiting in the
+// run queue): it is not running, but it does not sleep, so the sleep hook
+// does not run.
+func (t *Task) parkRunnable() { t.parkAs(true) }
+
+func (t *Task) parkAs(offCPU bool) {
 	if t.stopping {
 		panic(stopSignal{})
 	}
@@ -165,7 +198,7 @@ func (t *Task) park(sleeping bool) {
 		panic("sim: blocking call from outside the task's own function")
 	}
 	t.state = taskBlocked
-	if sleeping {
+	if offCPU {
 		t.running = false
 		t.ownerLeftCPU()
 	}
@@ -250,9 +283,10 @@ func (t *Task) CPU(d time.Duration) {
 	} else {
 		t.burst = d
 		p.runq.pushBack(t)
-		t.park(true)
+		t.parkRunnable()
 	}
 	p.release(t.cpu)
+	t.lastCPU = t.cpu
 	t.cpu = -1
 }
 

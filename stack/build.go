@@ -46,9 +46,24 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.integer("queue.nomerges") > 2 {
+		return nil, fmt.Errorf("%s: %w: key \"queue.nomerges\" must be 0, 1 or 2", c.Where("queue.nomerges"), ErrConfig)
+	}
 	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{
-		MaxSectorsKB: c.integer("queue.max_sectors_kb"),
-		NrRequests:   c.integer("queue.nr_requests"),
+		MaxSectorsKB:   c.integer("queue.max_sectors_kb"),
+		NrRequests:     c.integer("queue.nr_requests"),
+		MaxSegments:    c.integer("queue.max_segments"),
+		MaxSegmentSize: c.integer("queue.max_segment_size"),
+		NoMerges:       c.integer("queue.nomerges"),
+		Scheduler:      c.Get("queue.scheduler"),
+		HWQueues:       c.integer("queue.nr_hw_queues"),
+		Deadline: blockdev.DeadlineOptions{
+			ReadExpire:    c.duration("queue.read_expire"),
+			WriteExpire:   c.duration("queue.write_expire"),
+			WritesStarved: c.integer("queue.writes_starved"),
+			FifoBatch:     c.integer("queue.fifo_batch"),
+			NoFrontMerges: !c.boolean("queue.front_merges"),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -127,6 +142,9 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 		if dk, ok := strings.CutPrefix(k, "device."); ok && k != "device.profile" {
 			vals[dk] = blockdev.ProfileValue{Text: v, Where: c.where[k]}
 		}
+	}
+	if kb := c.Get("queue.max_hw_sectors_kb"); kb != "" && kb != "0" {
+		vals["max_hw_sectors_kb"] = blockdev.ProfileValue{Text: kb, Where: c.where["queue.max_hw_sectors_kb"]}
 	}
 	dev, err := blockdev.NewFromProfile(e, vals)
 	if err != nil {

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Metric is a figure of a run that an experiment's published.toml can
+// state for a row.
+type Metric struct {
+	// Key is the metric's key in published.toml ("read_mibs").
+	Key string
+	// Label is its name in text output ("read MiB/s").
+	Label string
+	// Value extracts the metric from a run's summary.
+	Value func(Summary) float64
+}
+
+// metrics is Metrics' list, in display order.
+var metrics = []Metric{
+	{"read_mibs", "read MiB/s", func(s Summary) float64 { return s.Read.MiBs }},
+	{"read_iops", "read IOPS", func(s Summary) float64 { return s.Read.IOPS }},
+	{"read_lat_us", "read lat us", func(s Summary) float64 { return s.Read.LatUs }},
+	{"write_mibs", "write MiB/s", func(s Summary) float64 { return s.Write.MiBs }},
+	{"write_iops", "write IOPS", func(s Summary) float64 { return s.Write.IOPS }},
+	{"write_lat_us", "write lat us", func(s Summary) float64 { return s.Write.LatUs }},
+}
+
+// Metrics returns every metric published.toml may state, in the order
+// reports list them. The caller may modify the returned slice.
+func Metrics() []Metric { return append([]Metric(nil), metrics...) }
+
+// ReproMetric is one metric of one row: the published and simulated
+// values and how far apart they are.
+type ReproMetric struct {
+	// Key is the Metric's key; Label its text name.
+	Key   string `json:"name"`
+	Label string `json:"-"`
+	// Published is the value from published.toml, Simulated the run's.
+	Published float64 `json:"published"`
+	Simulated float64 `json:"simulated"`
+	// Error is the ratio error, Simulated/Published - 1.
+	Error float64 `json:"error"`
+	// OK reports |Error| <= the row's tolerance.
+	OK bool `json:"ok"`
+}
+
+// NewReproMetric compares a simulated value with a published one (which
+// must not be 0) within tolerance, a fraction (0.15 for 15%).
+func NewReproMetric(m Metric, published, simulated, tolerance float64) ReproMetric {
+	e := simulated/published - 1
+	return ReproMetric{Key: m.Key, Label: m.Label, Published: published, Simulated: simulated,
+		Error: e, OK: math.Abs(e) <= tolerance}
+}
+
+// ReproRow is one row of an experiment: one run of the experiment's job on
+// one stack.
+type ReproRow struct {
+	Name string `json:"name"`
+	// Stack is the stack file the row runs on.
+	Stack string `json:"stack"`
+	// Env holds the job-file variables the row sets (${BS} ...).
+	Env map[string]string `json:"env"`
+	// Set holds the row's KEY=VALUE stack overrides.
+	Set []string `json:"set"`
+	// Tolerance is the largest |ratio error| accepted, as a fraction.
+	Tolerance float64       `json:"tolerance"`
+	Metrics   []ReproMetric `json:"metrics"`
+	// OK reports that every metric is within tolerance.
+	OK bool `json:"ok"`
+}
+
+// ReproExperiment is one shipped experiment: its source and rows.
+type ReproExperiment struct {
+	// Name is the experiment's directory name.
+	Name string `json:"name"`
+	// Source says where the published numbers come from.
+	Source string `json:"source"`
+	// Job is the job file the rows run.
+	Job string `json:"job"`
+	// Seed is the engine seed of every row.
+	Seed uint64 `json:"seed"`
+	// Tolerance is the experiment's default tolerance (a fraction).
+	Tolerance float64    `json:"tolerance"`
+	Rows      []ReproRow `json:"rows"`
+}
+
+// Reproduction is the outcome of "blksim reproduce".
+type Reproduction struct {
+	Experiments []ReproExperiment `json:"experiments"`
+	// Rows counts every row, RowsOff those outside their tolerance.
+	Rows    int  `json:"rows"`
+	RowsOff int  `json:"rows_off"`
+	OK      bool `json:"ok"`
+}
+
+// Tally sets each row's OK from its metrics and r's Rows, RowsOff and OK
+// from the rows.
+func (r *Reproduction) Tally() {
+	r.Rows, r.RowsOff = 0, 0
+	for ei := range r.Experiments {
+		for ri := range r.Experiments[ei].Rows {
+			row := &r.Experiments[ei].Rows[ri]
+			row.OK = true
+			for _, m := range row.Metrics {
+				row.OK = row.OK && m.OK
+			}
+			r.Rows++
+			if !row.OK {
+				r.RowsOff++
+			}
+		}
+	}
+	r.OK = r.RowsOff == 0
+}
+
+// percent formats a fraction as a signed percentage ("+1.3%", "-22.0%").
+func percent(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) }
+
+// tolerance formats a tolerance fraction ("±15%").
+func tolerance(f float64) string { return "±" + strconv.FormatFloat(100*f, 'f', -1, 64) + "%" }
+
+// WriteReproduce writes r as text: for each experiment, a line "NAME:
+// SOURCE", a line with the job, seed and tolerance, and a table with one
+// line per metric of each row (the row's name on its first line): the
+// published value, the simulated one, the ratio error (simulated/published
+// - 1) and OK, or OFF when the error is outside the row's tolerance (a row
+// whose tolerance differs from the experiment's says so after its name);
+// then a line counting the rows within tolerance. The last line sums up
+// the whole run and, if rows are off, names each with the metrics that are
+// off and by how much. It returns the first error from w.
+func WriteReproduce(w io.Writer, r *Reproduction) error {
+	var b strings.Builder
+	for ei := range r.Experiments {
+		e := &r.Experiments[ei]
+		if ei > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s: %s\n", e.Name, e.Source)
+		fmt.Fprintf(&b, "  job %s, seed %d, tolerance %s\n", e.Job, e.Seed, tolerance(e.Tolerance))
+		type line struct{ row, metric, pub, sim, err, status string }
+		lines := []line{{"ROW", "METRIC", "PUBLISHED", "SIMULATED", "ERROR", ""}}
+		ok := 0
+		for _, row := range e.Rows {
+			name := row.Name
+			if row.Tolerance != e.Tolerance {
+				name += " (" + tolerance(row.Tolerance) + ")"
+			}
+			if row.OK {
+				ok++
+			}
+			for mi, m := range row.Metrics {
+				l := line{"", m.Label, fmt.Sprintf("%.1f", m.Published), fmt.Sprintf("%.1f", m.Simulated), percent(m.Error), "OK"}
+				if mi == 0 {
+					l.row = name
+				}
+				if !m.OK {
+					l.status = "OFF"
+				}
+				lines = append(lines, l)
+			}
+		}
+		var wr, wm, wp, ws, we int
+		for _, l := range lines {
+			wr, wm = max(wr, len(l.row)), max(wm, len(l.metric))
+			wp, ws, we = max(wp, len(l.pub)), max(ws, len(l.sim)), max(we, len(l.err))
+		}
+		for _, l := range lines {
+			s := fmt.Sprintf("  %-*s  %-*s  %*s  %*s  %*s  %s", wr, l.row, wm, l.metric, wp, l.pub, ws, l.sim, we, l.err, l.status)
+			b.WriteString(strings.TrimRight(s, " "))
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "  %d of %d rows within tolerance\n", ok, len(e.Rows))
+	}
+	if len(r.Experiments) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString(reproduceVerdict(r))
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// reproduceVerdict is WriteReproduce's last line.
+func reproduceVerdict(r *Reproduction) string {
+	exps := "experiments"
+	if len(r.Experiments) == 1 {
+		exps = "experiment"
+	}
+	if r.RowsOff == 0 {
+		return fmt.Sprintf("reproduce: OK, all %d rows of %d %s within tolerance", r.Rows, len(r.Experiments), exps)
+	}
+	var off []string
+	for _, e := range r.Experiments {
+		for _, row := range e.Rows {
+			if row.OK {
+				continue
+			}
+			var ms []string
+			for _, m := range row.Metrics {
+				if !m.OK {
+					ms = append(ms, m.Label+" "+percent(m.Error))
+				}
+			}
+			off = append(off, fmt.Sprintf("%s/%s (%s; tolerance %s)", e.Name, row.Name, strings.Join(ms, ", "), tolerance(row.Tolerance)))
+		}
+	}
+	return fmt.Sprintf("reproduce: OFF, %d of %d rows outside tolerance: %s", r.RowsOff, r.Rows, strings.Join(off, "; "))
+}
+
+// WriteReproduceJSON writes r as indented JSON: "experiments", each with
+// "name", "source", "job", "seed", "tolerance" and "rows"; each row with
+// "name", "stack", "env", "set", "tolerance", "metrics" (each "name" as in
+// published.toml, "published", "simulated", "error" as a fraction, and
+// "ok") and "ok"; then the totals "rows", "rows_off" and "ok". It returns
+// the first error from w.
+func WriteReproduceJSON(w io.Writer, r *Reproduction) error {
+	return writeIndentedJSON(w, r)
+}

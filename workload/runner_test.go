@@ -1,0 +1,694 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/fsmodel"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/stack"
+)
+
+// newStack builds the default stack (ext4 on the P3600 model) seeded with
+// seed, and closes its engine when the test ends.
+func newStack(t *testing.T, seed uint64) *stack.Stack {
+	t.Helper()
+	st, err := stack.Build(stack.Default(), seed)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Engine.Close() })
+	return st
+}
+
+// runJobs parses src as the job file "test.fio" and runs it on a fresh
+// default stack seeded with seed.
+func runJobs(t *testing.T, seed uint64, src string, opt RunOptions) (*Result, *stack.Stack) {
+	t.Helper()
+	st := newStack(t, seed)
+	res, err := Run(st.Engine, st.FS, parseString(t, src), opt)
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	return res, st
+}
+
+// onlyJob returns the single JobResult of res.
+func onlyJob(t *testing.T, res *Result) JobResult {
+	t.Helper()
+	require.Len(t, res.Groups, 1)
+	require.Len(t, res.Groups[0].Jobs, 1)
+	return res.Groups[0].Jobs[0]
+}
+
+// allJobs returns every JobResult of res in order.
+func allJobs(res *Result) []JobResult {
+	var out []JobResult
+	for _, g := range res.Groups {
+		out = append(out, g.Jobs...)
+	}
+	return out
+}
+
+// fileExists reports whether fsys holds a file called name, without
+// creating one: opening an existing file with a larger size fails with
+// ErrExists, and a missing one cannot be created that large.
+func fileExists(t *testing.T, fsys *fsmodel.FS, name string) bool {
+	t.Helper()
+	_, err := fsys.Open(name, 1<<50)
+	if errors.Is(err, fsmodel.ErrExists) {
+		return true
+	}
+	require.ErrorIs(t, err, fsmodel.ErrNoSpace, "opening %q", name)
+	return false
+}
+
+// openExisting returns the file called name, which must exist.
+func openExisting(t *testing.T, fsys *fsmodel.FS, name string) *fsmodel.File {
+	t.Helper()
+	require.True(t, fileExists(t, fsys, name), "file %q", name)
+	f, err := fsys.Open(name, 1)
+	require.NoError(t, err)
+	return f
+}
+
+// blockStamps reads the file called name back after a run and returns the
+// stamp of each of its 4 KiB blocks (the zero stamp if never written). It
+// fails the test if a block holds more than one stamp, that is if a write
+// was not aligned to 4 KiB.
+func blockStamps(t *testing.T, st *stack.Stack, name string) []blockdev.Stamp {
+	t.Helper()
+	const blk = 4096
+	f := openExisting(t, st.FS, name)
+	exts := f.Extents().Extents()
+	require.Len(t, exts, 1)
+	phys := exts[0].Physical
+	var data []blockdev.StampRun
+	var rerr error
+	st.Engine.Go("readback", func(tk *sim.Task) {
+		rerr = f.DirectRead(tk, 0, f.Size()/blk*blk, &data)
+	})
+	require.NoError(t, st.Engine.Run(-1))
+	require.NoError(t, rerr)
+	out := make([]blockdev.Stamp, f.Size()/blk)
+	var covered int64
+	for _, r := range data {
+		start := r.Sector*blockdev.SectorSize - phys
+		length := r.Sectors * blockdev.SectorSize
+		require.Zero(t, start%blk, "run %+v starts inside a block", r)
+		require.Zero(t, length%blk, "run %+v ends inside a block", r)
+		for off := start; off < start+length; off += blk {
+			out[off/blk] = r.Stamp
+		}
+		covered += length
+	}
+	require.Equal(t, int64(len(out))*blk, covered)
+	return out
+}
+
+// writeOrder turns the stamps of a file written by one writer, each block
+// exactly once, into the blocks in the order they were written.
+func writeOrder(t *testing.T, stamps []blockdev.Stamp, writer uint32) []int64 {
+	t.Helper()
+	order := make([]int64, len(stamps))
+	seen := make([]bool, len(stamps))
+	for b, s := range stamps {
+		require.Equal(t, writer, s.Writer, "block %d", b)
+		require.True(t, s.Seq >= 1 && s.Seq <= uint64(len(stamps)), "block %d has seq %d", b, s.Seq)
+		require.False(t, seen[s.Seq-1], "seq %d written twice", s.Seq)
+		seen[s.Seq-1] = true
+		order[s.Seq-1] = int64(b)
+	}
+	return order
+}
+
+// maxLat returns the job's largest latency in either direction.
+func maxLat(j JobResult) int64 { return max(j.Read.Lat.Max(), j.Write.Lat.Max()) }
+
+func iota64(n int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+func TestRandomMapVisitsEveryBlockOncePerPass(t *testing.T) {
+	tests := []struct {
+		name     string
+		n, limit int64
+		want     int64 // blocks per pass
+	}{
+		{"one block", 1, 1, 1},
+		{"one word", 64, 64, 64},
+		{"partial word", 100, 100, 100},
+		{"many words", 1000, 1000, 1000},
+		{"limit below n", 200, 130, 130},
+		{"limit above n", 10, 50, 10},
+		{"zero n is one block", 0, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m randomMap
+			m.init(tt.n)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for pass := range 3 {
+				got := make([]int64, 0, tt.want)
+				for range tt.want {
+					got = append(got, m.next(rng, tt.limit))
+				}
+				if tt.want >= 100 {
+					assert.NotEqual(t, iota64(tt.want), got, "pass %d is not random", pass)
+				}
+				slices.Sort(got)
+				require.Equal(t, iota64(tt.want), got, "pass %d", pass)
+			}
+		})
+	}
+}
+
+func TestRandomMapDeterministic(t *testing.T) {
+	draw := func(seed uint64) []int64 {
+		var m randomMap
+		m.init(300)
+		rng := rand.New(rand.NewPCG(seed, 7))
+		out := make([]int64, 900)
+		for i := range out {
+			out[i] = m.next(rng, 300)
+		}
+		return out
+	}
+	assert.Equal(t, draw(1), draw(1))
+	assert.NotEqual(t, draw(1), draw(2))
+}
+
+// A randrw job whose write bs is larger than its read bs draws writes with
+// a smaller limit than reads, so blocks at or above the write limit can be
+// visited. The search for a free block must still find the last free one
+// below the limit rather than start a new pass early.
+func TestRandomMapSmallerLimitFindsLastFreeBlock(t *testing.T) {
+	for seed := range uint64(32) {
+		var m randomMap
+		m.init(10)
+		for b := range int64(10) {
+			if b != 4 {
+				m.bits[0] |= 1 << b
+				m.used++
+			}
+		}
+		got := m.next(rand.New(rand.NewPCG(seed, 1)), 9)
+		require.Equal(t, int64(4), got, "seed %d", seed)
+	}
+}
+
+// With two limits (a randrw job with a larger write bs), a pass still ends
+// only when every block below the limit of the draw is visited.
+func TestRandomMapMixedLimits(t *testing.T) {
+	const n = 40
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var m randomMap
+		m.init(n)
+		visited := map[int64]bool{}
+		passes := 0
+		for i := range 1000 {
+			limit := int64(n)
+			if rng.IntN(2) == 0 {
+				limit = n - 3 // 16k writes next to 4k reads
+			}
+			b := m.next(rng, limit)
+			require.GreaterOrEqual(t, b, int64(0))
+			require.Less(t, b, limit)
+			if visited[b] {
+				for k := range limit {
+					require.True(t, visited[k], "seed %d draw %d: new pass while block %d is free", seed, i, k)
+				}
+				clear(visited)
+				passes++
+			}
+			visited[b] = true
+		}
+		require.Greater(t, passes, 10)
+	}
+}
+
+// newTestJob returns a job for spec as Run sets it up, without a file.
+func newTestJob(spec JobSpec, seed uint64) *job {
+	j := &job{spec: &spec, rng: rand.New(rand.NewPCG(seed, 3))}
+	j.rmap.init(spec.Size / minBS(&spec))
+	return j
+}
+
+func TestNextOffsetRandom(t *testing.T) {
+	tests := []struct {
+		name string
+		rw   RWMode
+		bs   [2]int64
+		size int64
+	}{
+		{"randread 4k", RWRandRead, [2]int64{4096, 4096}, 256 << 10},
+		{"randwrite 16k", RWRandWrite, [2]int64{4096, 16384}, 1 << 20},
+		{"randread 8k size not a multiple", RWRandRead, [2]int64{8192, 4096}, 250 << 10},
+		{"randread bs is size", RWRandRead, [2]int64{65536, 4096}, 65536},
+		{"randread 512", RWRandRead, [2]int64{512, 512}, 32 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := defaultJobSpec()
+			spec.RW, spec.BS, spec.Size = tt.rw, tt.bs, tt.size
+			dir := blockdev.OpRead
+			if !tt.rw.HasRead() {
+				dir = blockdev.OpWrite
+			}
+			bs := tt.bs[dir]
+			blocks := tt.size / bs
+			j := newTestJob(spec, 1)
+			for pass := range 3 {
+				seen := map[int64]bool{}
+				for range blocks {
+					off := j.nextOffset(dir, bs)
+					require.Zero(t, off%bs, "offset %d not aligned to %d", off, bs)
+					require.GreaterOrEqual(t, off, int64(0))
+					require.LessOrEqual(t, off+bs, tt.size, "offset %d", off)
+					require.False(t, seen[off], "pass %d: offset %d twice", pass, off)
+					seen[off] = true
+				}
+				require.Len(t, seen, int(blocks), "pass %d", pass)
+			}
+		})
+	}
+}
+
+func TestNextOffsetRandomMixedBS(t *testing.T) {
+	// Offsets are aligned to the smaller block size, and the larger
+	// blocks still end within size.
+	spec := defaultJobSpec()
+	spec.RW, spec.BS, spec.Size = RWRandRW, [2]int64{4096, 16384}, 128<<10
+	j := newTestJob(spec, 5)
+	for i := range 2000 {
+		dir := blockdev.Op(i % 2)
+		off := j.nextOffset(dir, spec.BS[dir])
+		require.Zero(t, off%4096, "offset %d", off)
+		require.GreaterOrEqual(t, off, int64(0))
+		require.LessOrEqual(t, off+spec.BS[dir], spec.Size, "dir %v offset %d", dir, off)
+	}
+}
+
+func TestNextOffsetSequential(t *testing.T) {
+	type draw struct {
+		dir  blockdev.Op
+		want int64
+	}
+	r, w := blockdev.OpRead, blockdev.OpWrite
+	tests := []struct {
+		name  string
+		rw    RWMode
+		bs    [2]int64
+		size  int64
+		draws []draw
+	}{
+		{"read wraps at size", RWRead, [2]int64{4096, 4096}, 12 << 10,
+			[]draw{{r, 0}, {r, 4096}, {r, 8192}, {r, 0}, {r, 4096}}},
+		{"write wraps before a partial block", RWWrite, [2]int64{4096, 16384}, 40 << 10,
+			[]draw{{w, 0}, {w, 16384}, {w, 0}, {w, 16384}, {w, 0}}},
+		{"rw walks each direction on its own", RWReadWrite, [2]int64{4096, 8192}, 16 << 10,
+			[]draw{{r, 0}, {w, 0}, {r, 4096}, {r, 8192}, {w, 8192}, {r, 12288}, {w, 0}, {r, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := defaultJobSpec()
+			spec.RW, spec.BS, spec.Size = tt.rw, tt.bs, tt.size
+			j := newTestJob(spec, 1)
+			for i, d := range tt.draws {
+				assert.Equal(t, d.want, j.nextOffset(d.dir, tt.bs[d.dir]), "draw %d", i)
+			}
+		})
+	}
+}
+
+// The offsets a run really uses, read back from the device: each write
+// stamps its blocks with the job's sequence number.
+func TestRunOffsetsOnDevice(t *testing.T) {
+	t.Run("write walks the file in order", func(t *testing.T) {
+		res, st := runJobs(t, 1, "[j]\nrw=write\nbs=4k\nsize=64k\ndirect=1\n", RunOptions{})
+		assert.Equal(t, uint64(16), onlyJob(t, res).Write.IOs)
+		order := writeOrder(t, blockStamps(t, st, "j.0.0"), 1)
+		assert.Equal(t, iota64(16), order)
+	})
+	t.Run("write wraps at size", func(t *testing.T) {
+		res, st := runJobs(t, 1, "[j]\nrw=write\nbs=4k\nsize=64k\nruntime=100ms\ntime_based\ndirect=1\n", RunOptions{})
+		ios := onlyJob(t, res).Write.IOs
+		require.Greater(t, ios, uint64(32))
+		stamps := blockStamps(t, st, "j.0.0")
+		// The last write (seq ios) went to block (ios-1)%16, and every
+		// block holds the last of the writes that walked over it.
+		for b, s := range stamps {
+			last := (ios - 1) / 16 * 16
+			if uint64(b) > (ios-1)%16 {
+				last -= 16
+			}
+			assert.Equal(t, last+uint64(b)+1, s.Seq, "block %d", b)
+		}
+	})
+	t.Run("randwrite visits every block once", func(t *testing.T) {
+		res, st := runJobs(t, 1, "[j]\nrw=randwrite\nbs=4k\nsize=256k\ndirect=1\n", RunOptions{})
+		assert.Equal(t, uint64(64), onlyJob(t, res).Write.IOs)
+		order := writeOrder(t, blockStamps(t, st, "j.0.0"), 1)
+		assert.NotEqual(t, iota64(64), order, "random writes went in order")
+	})
+	t.Run("randwrite 16k blocks are aligned", func(t *testing.T) {
+		res, st := runJobs(t, 1, "[j]\nrw=randwrite\nbs=16k\nsize=256k\ndirect=1\n", RunOptions{})
+		assert.Equal(t, uint64(16), onlyJob(t, res).Write.IOs)
+		stamps := blockStamps(t, st, "j.0.0")
+		for b := 0; b < len(stamps); b += 4 {
+			for k := 1; k < 4; k++ {
+				assert.Equal(t, stamps[b], stamps[b+k], "16k block at %d split", b)
+			}
+			assert.NotZero(t, stamps[b].Seq, "16k block at %d not written", b)
+		}
+	})
+}
+
+func TestRunDirections(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     string
+		readFrac float64
+	}{
+		{"read", "rw=read", 1},
+		{"randread", "rw=randread", 1},
+		{"write", "rw=write", 0},
+		{"randwrite", "rw=randwrite", 0},
+		{"randrw rwmixread=70", "rw=randrw\nrwmixread=70", 0.7},
+		{"rw rwmixwrite=80", "rw=rw\nrwmixwrite=80", 0.2},
+		{"randrw default mix", "rw=randrw", 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := fmt.Sprintf("[j]\n%s\nbs=4k\nsize=1m\nruntime=100ms\ntime_based\ndirect=1\n", tt.opts)
+			res, _ := runJobs(t, 3, src, RunOptions{})
+			j := onlyJob(t, res)
+			reads, writes := j.Read.IOs, j.Write.IOs
+			n := float64(reads + writes)
+			require.Greater(t, n, 500.0)
+			assert.Equal(t, reads*4096, j.Read.Bytes)
+			assert.Equal(t, writes*4096, j.Write.Bytes)
+			switch tt.readFrac {
+			case 1:
+				assert.Zero(t, writes)
+			case 0:
+				assert.Zero(t, reads)
+			default:
+				p := tt.readFrac
+				sd := math.Sqrt(n * p * (1 - p))
+				assert.InDelta(t, p*n, float64(reads), 4*sd, "reads %d of %.0f", reads, n)
+			}
+		})
+	}
+}
+
+func TestRunStopConditions(t *testing.T) {
+	const app = 500 * time.Nanosecond
+	t.Run("size without runtime", func(t *testing.T) {
+		res, _ := runJobs(t, 1, "[j]\nrw=randread\nbs=4k\nsize=512k\ndirect=1\n", RunOptions{AppPerIO: app})
+		j := onlyJob(t, res)
+		assert.Equal(t, uint64(128), j.Read.IOs)
+		assert.Equal(t, uint64(512<<10), j.Read.Bytes)
+		assert.Zero(t, j.Write.IOs)
+		assert.Positive(t, j.Runtime)
+		assert.InDelta(t, float64(j.Runtime), res.Engine.SimulatedSeconds*1e9, 1)
+		assert.Equal(t, uint64(128), res.Engine.SimulatedIOs)
+	})
+	t.Run("size with mixed bs", func(t *testing.T) {
+		// size counts bytes of both directions.
+		res, _ := runJobs(t, 1, "[j]\nrw=randrw\nbs=4k,8k\nsize=512k\ndirect=1\n", RunOptions{AppPerIO: app})
+		j := onlyJob(t, res)
+		total := j.Read.Bytes + j.Write.Bytes
+		assert.GreaterOrEqual(t, total, uint64(512<<10))
+		assert.Less(t, total, uint64(512<<10)+8192)
+	})
+	t.Run("runtime before size", func(t *testing.T) {
+		const runtime = 50 * time.Millisecond
+		res, _ := runJobs(t, 1, "[j]\nrw=randread\nbs=4k\nsize=64m\nruntime=50ms\ndirect=1\n", RunOptions{AppPerIO: app})
+		j := onlyJob(t, res)
+		assert.Less(t, j.Read.Bytes, uint64(64<<20))
+		assert.GreaterOrEqual(t, j.Runtime, int64(runtime))
+		assert.LessOrEqual(t, j.Runtime, int64(runtime)+maxLat(j)+int64(app))
+	})
+	t.Run("time_based runs past size", func(t *testing.T) {
+		const runtime = 100 * time.Millisecond
+		res, _ := runJobs(t, 1, "[j]\nrw=randread\nbs=4k\nsize=64k\nruntime=100ms\ntime_based\ndirect=1\n", RunOptions{AppPerIO: app})
+		j := onlyJob(t, res)
+		assert.Greater(t, j.Read.IOs, uint64(10*16))
+		assert.GreaterOrEqual(t, j.Runtime, int64(runtime))
+		assert.LessOrEqual(t, j.Runtime, int64(runtime)+maxLat(j)+int64(app))
+	})
+	t.Run("ramp_time is not measured", func(t *testing.T) {
+		const runtime, ramp = 100 * time.Millisecond, 50 * time.Millisecond
+		res, st := runJobs(t, 1, "[j]\nrw=randwrite\nbs=4k\nsize=256k\nruntime=100ms\nramp_time=50ms\ntime_based\ndirect=1\n", RunOptions{AppPerIO: app})
+		j := onlyJob(t, res)
+		assert.GreaterOrEqual(t, j.Runtime, int64(runtime))
+		assert.LessOrEqual(t, j.Runtime, int64(runtime)+j.Write.Lat.Max()+int64(app))
+		// The engine runs on until the device is idle.
+		assert.GreaterOrEqual(t, res.Engine.SimulatedSeconds*1e9, float64(ramp)+float64(j.Runtime))
+		assert.InDelta(t, (ramp + runtime).Seconds(), res.Engine.SimulatedSeconds, 0.01)
+		// Every write stamps its sequence number; the newest stamp on
+		// the file is the number of writes issued, ramp included.
+		var issued uint64
+		for _, s := range blockStamps(t, st, "j.0.0") {
+			issued = max(issued, s.Seq)
+		}
+		measured := j.Write.IOs
+		require.Greater(t, issued, measured)
+		assert.InEpsilon(t, float64(runtime)/float64(ramp+runtime), float64(measured)/float64(issued), 0.03)
+		assert.Equal(t, measured, j.Write.Lat.Count())
+		assert.Equal(t, measured, res.Engine.SimulatedIOs)
+	})
+}
+
+func TestRunNumJobsPrivateFiles(t *testing.T) {
+	res, st := runJobs(t, 1, "[j]\nrw=randwrite\nbs=4k\nsize=64k\nnumjobs=3\ndirect=1\n", RunOptions{})
+	jobs := allJobs(res)
+	require.Len(t, jobs, 3)
+	var physical []int64
+	for c, jr := range jobs {
+		assert.Equal(t, "j", jr.Name)
+		assert.Equal(t, c, jr.JobID)
+		assert.Equal(t, 1, jr.Jobs)
+		assert.Equal(t, uint64(16), jr.Write.IOs, "clone %d", c)
+		name := fmt.Sprintf("j.%d.0", c)
+		f := openExisting(t, st.FS, name)
+		assert.Equal(t, int64(64<<10), f.Size())
+		physical = append(physical, f.Extents().Extents()[0].Physical)
+		// Only this clone wrote its file, each block once.
+		writeOrder(t, blockStamps(t, st, name), uint32(c+1))
+	}
+	slices.Sort(physical)
+	assert.Len(t, slices.Compact(physical), 3, "clones share device space")
+	assert.False(t, fileExists(t, st.FS, "j.3.0"))
+	assert.False(t, fileExists(t, st.FS, "j"))
+}
+
+func TestRunNamedFileShared(t *testing.T) {
+	// The two clones of a write 64 KiB of the shared file; b reads all of
+	// it, so the file must be sized to b's 128 KiB.
+	const a = "[a]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=shared\nnumjobs=2\ndirect=1\n"
+	const b = "[b]\nrw=randread\nbs=4k\nsize=128k\nfilename=shared\ndirect=1\n"
+	for _, tt := range []struct {
+		name    string
+		src     string
+		writers []uint32 // stamps of a's clones (job id + 1)
+	}{
+		{"smaller first", a + b, []uint32{1, 2}},
+		{"larger first", b + a, []uint32{2, 3}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, st := runJobs(t, 1, tt.src, RunOptions{})
+			jobs := allJobs(res)
+			require.Len(t, jobs, 3)
+			for id, jr := range jobs {
+				assert.Equal(t, id, jr.JobID)
+				assert.Zero(t, jr.Error, jr.ErrorMsg)
+				if jr.Name == "a" {
+					assert.Equal(t, uint64(16), jr.Write.IOs, "job %d", id)
+				} else {
+					assert.Equal(t, uint64(32), jr.Read.IOs, "job %d", id)
+				}
+			}
+			f := openExisting(t, st.FS, "shared")
+			assert.Equal(t, int64(128<<10), f.Size())
+			for _, name := range []string{"a.0.0", "a.1.0", "b.0.0"} {
+				assert.False(t, fileExists(t, st.FS, name), name)
+			}
+			for blk, s := range blockStamps(t, st, "shared") {
+				if blk >= 16 {
+					assert.Zero(t, s, "block %d beyond a's size was written", blk)
+					continue
+				}
+				// Which clone wrote a block last is up to the lock.
+				require.Contains(t, tt.writers, s.Writer, "block %d", blk)
+			}
+		})
+	}
+}
+
+func TestRunJobErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		line   int
+		option string
+	}{
+		{"missing size", "[j]\nrw=read\ndirect=1\n", 1, "size"},
+		{"buffered", "[j]\nsize=64k\n", 1, "direct"},
+		{"direct=0", "[j]\nsize=64k\ndirect=0\n", 1, "direct"},
+		{"several files", "[j]\nsize=64k\ndirect=1\nfilename=a:b\n", 1, "filename"},
+		{"time_based without runtime", "[j]\nsize=64k\ndirect=1\ntime_based\n", 1, "time_based"},
+		{"size below bs", "[j]\nsize=2k\nbs=4k\ndirect=1\n", 1, "size"},
+		{"size below the write bs", "[j]\nrw=randrw\nsize=16k\nbs=4k,64k\ndirect=1\n", 1, "size"},
+		{"size below the write bs sequential", "[j]\nrw=rw\nsize=16k\nbs=4k,64k\ndirect=1\n", 1, "size"},
+		{"bs not sector aligned", "[j]\nsize=64k\nbs=1000\ndirect=1\n", 1, "bs"},
+		{"write bs not sector aligned", "[j]\nrw=randrw\nsize=64k\nbs=4k,1000\ndirect=1\n", 1, "bs"},
+		{"second job", "[ok]\nsize=64k\ndirect=1\n\n# the next one is bad\n[bad]\nsize=64k\n", 6, "direct"},
+		{"global options", "[global]\ndirect=1\nrw=randread\n[j]\nsize=1k\n", 4, "size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			res, err := Run(st.Engine, st.FS, parseString(t, tt.src), RunOptions{})
+			require.Error(t, err)
+			assert.Nil(t, res)
+			assert.ErrorIs(t, err, ErrJob)
+			assert.Contains(t, err.Error(), fmt.Sprintf("test.fio:%d: option %q", tt.line, tt.option))
+			assert.Zero(t, st.Engine.Now(), "a job ran")
+			assert.Zero(t, st.Engine.Events(), "a job ran")
+		})
+	}
+}
+
+func TestRunAcceptsUnusedDirection(t *testing.T) {
+	// The block size of a direction the job does not use is not checked,
+	// and need not fit in size.
+	tests := []struct {
+		name   string
+		src    string
+		reads  uint64
+		writes uint64
+	}{
+		{"misaligned write bs", "[j]\nrw=randread\nsize=64k\nbs=4k,1000\ndirect=1\n", 16, 0},
+		{"misaligned read bs", "[j]\nrw=write\nsize=64k\nbs=1000,4k\ndirect=1\n", 0, 16},
+		{"write bs above size", "[j]\nrw=randread\nsize=16k\nbs=4k,64k\ndirect=1\n", 4, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := runJobs(t, 1, tt.src, RunOptions{})
+			j := onlyJob(t, res)
+			assert.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tt.reads, j.Read.IOs)
+			assert.Equal(t, tt.writes, j.Write.IOs)
+		})
+	}
+}
+
+func TestRunNoJobs(t *testing.T) {
+	st := newStack(t, 1)
+	for _, specs := range [][]JobSpec{nil, {}} {
+		res, err := Run(st.Engine, st.FS, specs, RunOptions{})
+		assert.ErrorIs(t, err, ErrJob)
+		assert.Nil(t, res)
+	}
+}
+
+func TestRunGroupReporting(t *testing.T) {
+	const src = "[g]\nrw=randrw\nbs=4k\nsize=128k\nnumjobs=3\ndirect=1\n"
+	sep, _ := runJobs(t, 9, src, RunOptions{})
+	grp, _ := runJobs(t, 9, src+"group_reporting\n", RunOptions{})
+
+	require.Len(t, sep.Groups, 1)
+	assert.False(t, sep.Groups[0].GroupReporting)
+	clones := sep.Groups[0].Jobs
+	require.Len(t, clones, 3)
+	var want JobResult
+	for c, jr := range clones {
+		assert.Equal(t, 1, jr.Jobs)
+		assert.Equal(t, c, jr.JobID)
+		assert.Equal(t, uint64(32), jr.Read.IOs+jr.Write.IOs, "clone %d", c)
+		want.Read.Merge(&jr.Read)
+		want.Write.Merge(&jr.Write)
+		want.Runtime = max(want.Runtime, jr.Runtime)
+	}
+
+	require.Len(t, grp.Groups, 1)
+	assert.True(t, grp.Groups[0].GroupReporting)
+	got := onlyJob(t, grp)
+	assert.Equal(t, "g", got.Name)
+	assert.Equal(t, 0, got.JobID)
+	assert.Equal(t, 3, got.Jobs)
+	assert.Equal(t, "randrw", got.RW)
+	assert.Equal(t, uint64(96), got.Read.IOs+got.Write.IOs)
+	assert.Equal(t, want.Read.IOs, got.Read.IOs)
+	assert.Equal(t, want.Write.IOs, got.Write.IOs)
+	assert.Equal(t, want.Read.Bytes, got.Read.Bytes)
+	assert.Equal(t, want.Write.Bytes, got.Write.Bytes)
+	assert.Equal(t, want.Read.Lat.Sum(), got.Read.Lat.Sum())
+	assert.Equal(t, want.Write.Lat.Max(), got.Write.Lat.Max())
+	assert.Equal(t, want.Runtime, got.Runtime)
+	// group_reporting changes the report, not the simulation.
+	assert.Equal(t, sep.Engine, grp.Engine)
+}
+
+// A sync job is a closed loop with one IO in flight: with no application
+// time between IOs, the latencies tile the runtime (Little's law with
+// N = 1: IOs × mean latency = runtime).
+func TestRunLittlesLaw(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		app  time.Duration
+	}{
+		{"randread", "[j]\nrw=randread\nbs=4k\nsize=1m\nruntime=100ms\ntime_based\ndirect=1\n", 0},
+		{"randrw 4 jobs", "[j]\nrw=randrw\nbs=4k,16k\nsize=1m\nruntime=100ms\ntime_based\nnumjobs=4\ndirect=1\n", 0},
+		{"shared file 8 jobs", "[j]\nrw=randrw\nrwmixread=30\nbs=4k\nsize=1m\nfilename=f\nruntime=100ms\ntime_based\nnumjobs=8\ndirect=1\n", 0},
+		{"size bound", "[j]\nrw=write\nbs=64k\nsize=4m\nnumjobs=2\ndirect=1\n", 0},
+		{"with app time", "[j]\nrw=randrw\nbs=4k\nsize=1m\nruntime=100ms\ntime_based\nnumjobs=2\ndirect=1\n", 20 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := runJobs(t, 4, tt.src, RunOptions{AppPerIO: tt.app})
+			for _, j := range allJobs(res) {
+				ios := j.Read.IOs + j.Write.IOs
+				require.Positive(t, ios)
+				busy := j.Read.Lat.Sum() + j.Write.Lat.Sum() + float64(ios)*float64(tt.app)
+				assert.InEpsilon(t, float64(j.Runtime), busy, 0.02, "job %d: %d IOs", j.JobID, ios)
+			}
+		})
+	}
+}
+
+func TestRunDeterministic(t *testing.T) {
+	const src = "[j]\nrw=randrw\nbs=4k\nsize=256k\nnumjobs=2\nruntime=100ms\ntime_based\ndirect=1\n" +
+		"[w]\nrw=randwrite\nbs=4k\nsize=256k\ndirect=1\n"
+	run := func(seed uint64, src string) (*Result, []blockdev.Stamp) {
+		res, st := runJobs(t, seed, src, RunOptions{AppPerIO: time.Microsecond})
+		return res, blockStamps(t, st, "w.0.0")
+	}
+	res1, stamps1 := run(1, src)
+	res2, stamps2 := run(1, src)
+	assert.Equal(t, res1, res2)
+	assert.Equal(t, stamps1, stamps2)
+
+	// Another engine seed, or another randseed, picks other offsets.
+	res3, stamps3 := run(2, src)
+	assert.NotEqual(t, writeOrder(t, stamps1, 3), writeOrder(t, stamps3, 3))
+	assert.NotEqual(t, res1.Groups, res3.Groups)
+
+	_, stamps4 := run(1, strings.Replace(src, "[w]\n", "[w]\nrandseed=1234\n", 1))
+	assert.NotEqual(t, writeOrder(t, stamps1, 3), writeOrder(t, stamps4, 3))
+}
