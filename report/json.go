@@ -20,7 +20,10 @@ import (
 //
 // Top level: "fio version" ("blksim"), "timestamp" and "timestamp_ms" (0, to
 // be deterministic), "global options" ({}), "jobs" (one object per
-// JobResult, groups in order), "blksim".
+// JobResult, groups in order), "disk_util" (fio's per-device counters:
+// "name", "read_ios", "write_ios", "read_sectors", "write_sectors",
+// "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue" in
+// msec, "util" in percent) when r.Disks is set, "blksim".
 //
 // Each job: "jobname", "groupid", "error", "job options" (rw, bs, ioengine,
 // iodepth as strings, those that are set; bs is "R" or "R,W" in bytes), then
@@ -40,7 +43,12 @@ import (
 // "blksim": "seed"; "locks", one object per lock in r.Locks' order with
 // "name", "kind", "read" and "write" ("acquisitions", "contentions",
 // "wait_total_ns", "wait_max_ns", "wait_min_ns", "hold_total_ns",
-// "hold_max_ns", "hold_min_ns", "spins", "spin_ns") and "handoffs"; and
+// "hold_max_ns", "hold_min_ns", "spins", "spin_ns") and "handoffs";
+// "requests" for the first device: "read" and "write", each with "count",
+// "bytes" and "sizes" (request bytes -> count) of dispatched requests, the
+// same under "queued" for bios as they entered the queue, and "merges",
+// plus "splits"; "devices", per device its iostat figures ("r/s" ...
+// "%util", MiB and KiB units as in the normal output) and "requests"; and
 // "engine" with "simulated_ios", "events", "simulated_seconds" and, unless
 // opt.OmitWall, "wall_seconds" and "ios_per_wall_second".
 func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
@@ -56,6 +64,9 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 		}
 	}
 	root.add("jobs", jobs)
+	if len(r.Disks) > 0 {
+		root.add("disk_util", diskUtilJSON(r.Disks))
+	}
 	root.add("blksim", blksimJSON(r, opt))
 
 	b := bufio.NewWriter(w)
@@ -161,6 +172,14 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 		locks = append(locks, lo)
 	}
 	o.add("locks", locks)
+	if len(r.Disks) > 0 {
+		o.add("requests", requestsJSON(&r.Disks[0]))
+		devs := []any{}
+		for i := range r.Disks {
+			devs = append(devs, iostatJSON(&r.Disks[i]))
+		}
+		o.add("devices", devs)
+	}
 
 	e := &r.Engine
 	eo := new(jsonObject)

@@ -41,6 +41,11 @@ import (
 // lines, the latency distribution, cpu, IO depth and issued lines are left
 // out (blksim does not measure them); a job that failed before doing any IO
 // still gets its header, so its error is visible (fio prints nothing).
+//
+// After the groups, when r.Disks is set: fio's "Disk stats (read/write)"
+// lines, an iostat -x style table and, per device, the request-size
+// histogram (bios as queued, requests as dispatched) with merge and split
+// counts.
 func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	b := bufio.NewWriter(w)
 
@@ -53,6 +58,11 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	}
 	for gi := range r.Groups {
 		writeGroupStatus(b, &r.Groups[gi])
+	}
+	if len(r.Disks) > 0 {
+		writeDiskStats(b, r.Disks)
+		writeIostat(b, r.Disks)
+		writeRequestSizes(b, r.Disks)
 	}
 	if hasLockRows(r.Locks) {
 		b.WriteString("\n")

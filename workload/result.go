@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"time"
+
+	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
 )
@@ -78,6 +81,18 @@ type EngineFigures struct {
 	SimulatedSeconds float64
 }
 
+// DiskResult is one device's block-layer figures for a run.
+type DiskResult struct {
+	// Name is the device name (nvme0n1).
+	Name string
+	// Scheduler is the queue's IO scheduler.
+	Scheduler string
+	// Stats are the queue's counters at the end of the run.
+	Stats blockdev.DiskStats
+	// Elapsed is the simulated time the counters cover.
+	Elapsed time.Duration
+}
+
 // Result is everything one run produced, in a deterministic order.
 type Result struct {
 	// Groups in group id order.
@@ -87,6 +102,8 @@ type Result struct {
 	Locks []sim.LockStats
 	// Engine holds the engine figures.
 	Engine EngineFigures
+	// Disks holds each device's figures, in stack order.
+	Disks []DiskResult
 	// Seed is the seed the run used.
 	Seed uint64
 }

@@ -174,6 +174,8 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	}
 	res.Engine.WallSeconds = time.Since(wall).Seconds()
 	res.Locks = st.Engine.LockStats()
+	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
+		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
 	res.Seed = *seed
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer

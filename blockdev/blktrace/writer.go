@@ -1,0 +1,280 @@
+package blktrace
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blksim/blksim/blockdev"
+)
+
+// MaxCPUs bounds the CPU numbers a Writer accepts: an event on CPU MaxCPUs
+// or above is an error. Each CPU seen costs an open file and a write
+// buffer of bufSize bytes, so a Writer holds at most MaxCPUs*bufSize bytes.
+const MaxCPUs = 1024
+
+// bufSize is the write buffer of each per-CPU file.
+const bufSize = 32 << 10
+
+// Writer errors.
+var (
+	// ErrClosed is returned by Close after the first call, and recorded
+	// (see Err) by a Trace after Close.
+	ErrClosed = errors.New("blktrace: writer closed")
+	// ErrEvent reports an event the format cannot carry: a negative time,
+	// sector or size, a size above 4 GiB, or a CPU outside [0, MaxCPUs).
+	ErrEvent = errors.New("blktrace: bad event")
+)
+
+// Writer writes one device's events as blktrace does: one file per CPU,
+// named <device>.blktrace.<cpu>, each a sequence of blk_io_trace records in
+// time order. It implements blockdev.Tracer.
+//
+// Files are created when their CPU first traces an event; Close creates
+// the missing ones (empty) so that the files are numbered contiguously
+// from 0, because blkparse -i <device> reads .0, .1, ... up to the first
+// missing number.
+//
+// Trace cannot return an error: the first error (an unwritable file, an
+// event the format cannot carry) is kept, later events are dropped, and Err
+// and Close report it. A Writer is safe for concurrent use, though the
+// block layer calls it from the engine goroutine only.
+type Writer struct {
+	mu     sync.Mutex
+	dir    string
+	name   string
+	dev    uint32
+	cpus   []*cpuFile // index = CPU; nil until the CPU traces
+	buf    [HeaderSize + CommLen]byte
+	err    error
+	closed bool
+}
+
+// cpuFile is one CPU's trace file and the state the kernel keeps per CPU.
+type cpuFile struct {
+	f   *os.File
+	w   *bufio.Writer
+	seq uint32
+	// comms holds the command name last noted for each PID on this CPU.
+	comms map[uint32]string
+	// swapper is the name noted for PID 0 events without one.
+	swapper string
+}
+
+// New returns a Writer for the device named device with device number dev
+// (see Dev), writing into dir, which is created if missing. A '/' in the
+// name becomes '_' as the kernel does (blktrace_setup), so that the name
+// is one file name; an empty name is an error. Files of an earlier trace
+// of the same name in dir (<device>.blktrace.<n>) are removed, so blkparse
+// does not read them as CPUs of this trace.
+func New(dir, device string, dev uint32) (*Writer, error) {
+	if device == "" {
+		return nil, fmt.Errorf("blktrace: empty device name")
+	}
+	name := strings.ReplaceAll(device, "/", "_")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("blktrace: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blktrace: %w", err)
+	}
+	prefix := name + ".blktrace."
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return nil, fmt.Errorf("blktrace: removing an earlier trace: %w", err)
+		}
+	}
+	return &Writer{dir: dir, name: name, dev: dev}, nil
+}
+
+// Path returns the name of the file holding cpu's records.
+func (w *Writer) Path(cpu int) string {
+	return filepath.Join(w.dir, w.name+".blktrace."+strconv.Itoa(cpu))
+}
+
+// Trace appends ev to the file of ev.CPU, preceded by a process note
+// (BLK_TN_PROCESS, the command name NUL-padded to CommLen bytes) if ev.PID
+// has not traced on that CPU yet or last did so under another name. A PID
+// 0 event with no name is noted as "swapper/<cpu>", the kernel's idle
+// task. ev is not retained.
+func (w *Writer) Trace(ev *blockdev.TraceEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if w.closed {
+		w.err = ErrClosed
+		return
+	}
+	if err := w.trace(ev); err != nil {
+		w.err = err
+	}
+}
+
+func (w *Writer) trace(ev *blockdev.TraceEvent) error {
+	switch {
+	case ev.CPU < 0 || ev.CPU >= MaxCPUs:
+		return fmt.Errorf("%w: CPU %d outside [0, %d)", ErrEvent, ev.CPU, MaxCPUs)
+	case ev.Time < 0:
+		return fmt.Errorf("%w: time %d", ErrEvent, ev.Time)
+	case ev.Sector < 0:
+		return fmt.Errorf("%w: sector %d", ErrEvent, ev.Sector)
+	case ev.Bytes < 0 || ev.Bytes > math.MaxUint32:
+		return fmt.Errorf("%w: %d bytes", ErrEvent, ev.Bytes)
+	}
+	cf, err := w.cpu(ev.CPU)
+	if err != nil {
+		return err
+	}
+	comm := ev.Comm
+	if comm == "" && ev.PID == 0 {
+		comm = cf.swapper
+	}
+	if last, ok := cf.comms[ev.PID]; !ok || last != comm {
+		if err := w.note(cf, ev, comm); err != nil {
+			return err
+		}
+		cf.comms[ev.PID] = comm
+	}
+
+	cf.seq++
+	rec := Record{
+		Sequence: cf.seq,
+		Time:     uint64(ev.Time),
+		Sector:   uint64(ev.Sector),
+		Bytes:    uint32(ev.Bytes),
+		Action:   ActionWord(ev.Action, ev.Op, ev.Sync),
+		PID:      ev.PID,
+		Device:   w.dev,
+		CPU:      uint32(ev.CPU),
+	}
+	pdu := 0
+	switch ev.Action {
+	case blockdev.TracePlug:
+		// blk_add_trace_plug: no IO, no payload.
+		rec.Sector, rec.Bytes = 0, 0
+	case blockdev.TraceUnplug, blockdev.TraceUnplugTimer:
+		// blk_add_trace_unplug: no IO; the depth as __be64.
+		rec.Sector, rec.Bytes = 0, 0
+		binary.BigEndian.PutUint64(w.buf[HeaderSize:], ev.Extra)
+		pdu = 8
+	case blockdev.TraceSplit:
+		// blk_add_trace_split: the new sector as __be64, bio status.
+		binary.BigEndian.PutUint64(w.buf[HeaderSize:], ev.Extra)
+		pdu = 8
+		rec.Error = errnoField(ev.Error)
+	case blockdev.TraceComplete:
+		// blk_add_trace_rq_complete: blk_status_to_errno, negative.
+		rec.Error = errnoField(ev.Error)
+	}
+	putHeader(w.buf[:], &rec, pdu)
+	if _, err := cf.w.Write(w.buf[:HeaderSize+pdu]); err != nil {
+		return fmt.Errorf("blktrace: %w", err)
+	}
+	return nil
+}
+
+// errnoField stores a positive errno as the kernel does: the negative
+// value truncated to the 16-bit error field.
+func errnoField(errno int) uint16 { return uint16(-errno) }
+
+// note writes a BLK_TN_PROCESS record for ev's task, as trace_note_tsk
+// does: no sequence, sector or size, the time and CPU of the event it
+// precedes, and the command name in a CommLen-byte payload.
+func (w *Writer) note(cf *cpuFile, ev *blockdev.TraceEvent, comm string) error {
+	rec := Record{
+		Time:   uint64(ev.Time),
+		Action: ProcessNote,
+		PID:    ev.PID,
+		Device: w.dev,
+		CPU:    uint32(ev.CPU),
+	}
+	putHeader(w.buf[:], &rec, CommLen)
+	pdu := w.buf[HeaderSize : HeaderSize+CommLen]
+	n := copy(pdu[:CommLen-1], comm)
+	clear(pdu[n:])
+	if _, err := cf.w.Write(w.buf[:HeaderSize+CommLen]); err != nil {
+		return fmt.Errorf("blktrace: %w", err)
+	}
+	return nil
+}
+
+// cpu returns cpu's file, creating it on first use.
+func (w *Writer) cpu(cpu int) (*cpuFile, error) {
+	if cpu < len(w.cpus) && w.cpus[cpu] != nil {
+		return w.cpus[cpu], nil
+	}
+	f, err := os.Create(w.Path(cpu))
+	if err != nil {
+		return nil, fmt.Errorf("blktrace: %w", err)
+	}
+	for len(w.cpus) <= cpu {
+		w.cpus = append(w.cpus, nil)
+	}
+	cf := &cpuFile{f: f, w: bufio.NewWriterSize(f, bufSize), comms: make(map[uint32]string),
+		swapper: "swapper/" + strconv.Itoa(cpu)}
+	w.cpus[cpu] = cf
+	return cf, nil
+}
+
+// Err returns the first error met by Trace, or nil.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes and closes every file, then creates empty files for the
+// CPUs below the highest one seen that traced nothing (CPU 0 at least), so
+// that blkparse finds them all. It returns the first error Trace met,
+// joined with any error of its own; the files written so far are flushed
+// even then. Calls after the first return ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	w.closed = true
+	errs := []error{w.err}
+	n := max(len(w.cpus), 1)
+	for cpu := range n {
+		var cf *cpuFile
+		if cpu < len(w.cpus) {
+			cf = w.cpus[cpu]
+		}
+		if cf == nil {
+			f, err := os.Create(w.Path(cpu))
+			if err == nil {
+				err = f.Close()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("blktrace: %w", err))
+			}
+			continue
+		}
+		if err := cf.w.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("blktrace: %w", err))
+		}
+		if err := cf.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("blktrace: %w", err))
+		}
+	}
+	w.cpus = nil
+	return errors.Join(errs...)
+}
+
+var _ blockdev.Tracer = (*Writer)(nil)

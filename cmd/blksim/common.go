@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/blksim/blksim/stack"
+	"github.com/blksim/blksim/workload"
+)
+
+// parseInterspersed parses fl over args, allowing flags after positional
+// arguments ("compare JOB --variant ..."), and returns the positional
+// arguments in order. Everything after "--" is positional.
+func parseInterspersed(fl *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fl.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at "--" (consumed) or at the first non-flag.
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// checkOutputPath reports bad input if --output names a file that cannot
+// be written later: its directory must exist, and the path must not be a
+// directory. It is called before any simulation runs.
+func checkOutputPath(cmd, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return bad("%s: --output %s: is a directory", cmd, path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return bad("%s: --output %s: %v", cmd, path, err)
+	}
+	if !fi.IsDir() {
+		return bad("%s: --output %s: %s is not a directory", cmd, path, dir)
+	}
+	return nil
+}
+
+// emit writes a finished output to stdout, or, when path is not empty, to
+// the file path, atomically: the data goes to a temporary file in the same
+// directory, which is then renamed over path, so that path holds either
+// its old contents or the whole new output, never part of it. Callers call
+// emit only once the output is complete.
+func emit(stdout io.Writer, path string, data []byte) error {
+	if path == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	return writeFileAtomic(path, data)
+}
+
+// writeFileAtomic writes data to path through a temporary file and a
+// rename; on error the temporary file is removed and path is untouched.
+// The file gets mode 0644 (set explicitly: CreateTemp makes 0600 files).
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("--output %s: %w", path, err)
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// overlayEnv returns a ${VAR} lookup that finds vars first and then base
+// (which may be nil: vars only).
+func overlayEnv(base func(string) (string, bool), vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		if v, ok := vars[k]; ok {
+			return v, true
+		}
+		if base == nil {
+			return "", false
+		}
+		return base(k)
+	}
+}
+
+// checkBuild builds cfg once and throws the stack away, so that a bad
+// device.* key or profile is reported as bad input before any simulation
+// runs.
+func checkBuild(cfg *stack.Config) error {
+	st, err := stack.Build(cfg, 1)
+	if err != nil {
+		return usageError{err}
+	}
+	return st.Engine.Close()
+}
+
+// simulate runs specs on a fresh stack built from cfg with seed. Job errors
+// the runner finds before running (and stack errors) are bad input; a job
+// that ends with an error fails the run.
+func simulate(cfg *stack.Config, specs []workload.JobSpec, seed uint64) (*workload.Result, error) {
+	st, err := stack.Build(cfg, seed)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer st.Engine.Close()
+	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	if err != nil {
+		var pe *workload.ParseError
+		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	res.Locks = st.Engine.LockStats()
+	res.Seed = seed
+	if err := failedJob(res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// failedJob returns an error naming the first job of res that ended with
+// an error, or nil. Like fio, a run in which a job failed exits non-zero.
+func failedJob(res *workload.Result) error {
+	for _, g := range res.Groups {
+		for _, j := range g.Jobs {
+			if j.Error != 0 {
+				return fmt.Errorf("job %q failed: %s", j.Name, j.ErrorMsg)
+			}
+		}
+	}
+	return nil
+}
