@@ -54,6 +54,7 @@ func (p *Plug) Submit(b *Bio) {
 func (p *Plug) add(r *Request) {
 	if n := len(p.reqs); n >= plugFlushCount || n > 0 && p.reqs[n-1].Bytes >= plugFlushBytes {
 		p.flush()
+		p.q.trace(TracePlug, OpRead, false, 0, 0, p.issuer, 0)
 	}
 	p.reqs = append(p.reqs, r)
 }

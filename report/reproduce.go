@@ -178,14 +178,17 @@ func WriteReproduce(w io.Writer, r *Reproduction) error {
 	if len(r.Experiments) > 0 {
 		b.WriteString("\n")
 	}
-	b.WriteString(reproduceVerdict(r))
+	b.WriteString(r.Verdict())
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// reproduceVerdict is WriteReproduce's last line.
-func reproduceVerdict(r *Reproduction) string {
+// Verdict is WriteReproduce's last line: "reproduce: OK, all N rows of E
+// experiments within tolerance", or "reproduce: OFF, K of N rows outside
+// tolerance: " and, for each row off, "EXPERIMENT/ROW (METRIC +x.x%, ...;
+// tolerance ±T%)". Call Tally first.
+func (r *Reproduction) Verdict() string {
 	exps := "experiments"
 	if len(r.Experiments) == 1 {
 		exps = "experiment"

@@ -1,13 +1,24 @@
 // Command blksim runs fio job files on a simulated Linux IO stack.
 //
 //	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
-//	           [--output-format normal|json] [JOBFILE]
+//	           [--output-format normal|json] [--output FILE] [JOBFILE]
+//	blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
+//	           [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]...
+//	           [--seed N] [--output-format normal|json] [--output FILE]
+//	blksim reproduce [NAME]... [--dir DIR] [--seed N] [--parallel N]
+//	           [--output-format normal|json] [--output FILE]
 //	blksim keys
 //
-// Without JOBFILE, run uses the embedded default: the ext4 parallel-DIO
-// experiment (testdata/experiments/ext4-dio) with BS=4k unless BS is set.
-// Bad input exits with status 2 and one message naming the file and line,
-// or the key; a failed run exits 1.
+// Without JOBFILE, run and compare use the embedded default: the ext4
+// parallel-DIO experiment (testdata/experiments/ext4-dio) with BS=4k unless
+// BS is set. compare runs every variant (stack keys, or env.NAME for a
+// job-file ${NAME}, over the base stack) at every sweep value and prints
+// one table; reproduce runs the shipped experiments
+// (testdata/experiments/*/published.toml) and compares them with the
+// published numbers. --output FILE writes the output to FILE, atomically,
+// once it is complete. Bad input exits with status 2 and one message naming
+// the file and line, or the key; a failed run exits 1, as does a reproduce
+// run with a row outside its tolerance.
 package main
 
 import (
@@ -66,13 +77,17 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], stdout, env)
+	case "compare":
+		err = cmdCompare(args[1:], stdout, env)
+	case "reproduce":
+		err = cmdReproduce(args[1:], stdout, env)
 	case "keys":
 		err = cmdKeys(stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
 	default:
-		err = bad("unknown command %q (want run or keys)", args[0])
+		err = bad("unknown command %q (want run, compare, reproduce or keys)", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -87,9 +102,22 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json] [JOBFILE]
+  blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json]
+             [--output FILE] [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
       ext4 parallel-DIO experiment, BS=4k)
+  blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
+             [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]... [--seed N]
+             [--output-format normal|json] [--output FILE]
+      run the job once per variant (stack keys over the base stack; env.NAME
+      sets the job file's ${NAME}) and per sweep value, and print one table:
+      READ/WRITE MiB/s, IOPS and mean latency per variant, and each
+      variant's bandwidth as a multiple of the first's
+  blksim reproduce [NAME]... [--dir DIR] [--seed N] [--parallel N]
+             [--output-format normal|json] [--output FILE]
+      run the shipped experiments (or those named) and print the published
+      numbers beside the simulated ones; exit status 1 if a row is off by
+      more than its tolerance. --dir reads experiments from DIR instead
   blksim keys
       list the stack keys, their defaults and meanings
 `)
@@ -110,6 +138,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	seed := fl.Uint64("seed", 1, "engine seed")
 	format := fl.String("output-format", "normal", "normal or json")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
+	output := fl.String("output", "", "write the output to this file")
 	if err := fl.Parse(args); err != nil {
 		// Fix (tests): "run -h" failed with "flag: help requested".
 		if errors.Is(err, flag.ErrHelp) {
@@ -123,6 +152,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	}
 	if fl.NArg() > 1 {
 		return bad("run: one job file expected, got %d", fl.NArg())
+	}
+	if err := checkOutputPath("run", *output); err != nil {
+		return err
 	}
 	cfg := stack.Default()
 	if *stackFile != "" {
@@ -189,18 +221,16 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if err != nil {
 		return err
 	}
-	if _, err := stdout.Write(out.Bytes()); err != nil {
+	// Like fio, a run in which a job failed exits non-zero; --output FILE
+	// is then left alone (the report still goes to stdout without it).
+	jobErr := failedJob(res)
+	if jobErr != nil && *output != "" {
+		return jobErr
+	}
+	if err := emit(stdout, *output, out.Bytes()); err != nil {
 		return err
 	}
-	// Like fio, a run in which a job failed exits non-zero.
-	for _, g := range res.Groups {
-		for _, j := range g.Jobs {
-			if j.Error != 0 {
-				return fmt.Errorf("job %q failed: %s", j.Name, j.ErrorMsg)
-			}
-		}
-	}
-	return nil
+	return jobErr
 }
 
 // omitWall drops wall-clock figures (which differ run to run) when
