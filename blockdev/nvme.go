@@ -3,14 +3,21 @@ package blockdev
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/blksim/blksim/sim"
 )
 
-// NVMeParams describe an NVMe SSD model: NAND dies behind channels, a DRAM
-// write buffer and a host link. Bandwidths are decimal MB/s.
+// NVMeParams describe a NAND flash SSD model: NAND dies behind channels, a
+// DRAM (or SRAM) write buffer, a controller and a host link. The same model
+// serves the kinds "nvme", "ufs" and "sata-ssd" (see FlashKinds); they
+// differ in their defaults and limits (FlashDefaults). Bandwidths are
+// decimal MB/s.
 type NVMeParams struct {
+	// Kind is the device kind: "nvme" (the zero value), "ufs" or
+	// "sata-ssd".
+	Kind             string
 	Name             string
 	Capacity         int64
 	LogicalBlockSize int
@@ -37,6 +44,12 @@ type NVMeParams struct {
 	// latencies before the media or buffer is touched.
 	ReadOverhead  time.Duration
 	WriteOverhead time.Duration
+	// CommandTime is the controller's processing time per command,
+	// serialised: commands pass the controller one at a time, in
+	// submission order, after their overhead. It caps the device at
+	// 1/CommandTime commands per second (the small-IO ceiling of UFS and
+	// SATA controllers); 0 means no such limit.
+	CommandTime time.Duration
 	// WriteBuffer is the DRAM write cache: a write completes once its data
 	// is in the buffer; buffered data is programmed to the dies in
 	// program-size units, and its space is freed when the program ends.
@@ -58,42 +71,50 @@ type NVMeParams struct {
 
 // Validate checks that the parameters describe a working device.
 func (p *NVMeParams) Validate() error {
+	if _, ok := flashDefaults[p.Kind]; !ok && p.Kind != "" {
+		return fmt.Errorf("unknown flash kind %q (want one of %s)", p.Kind, strings.Join(FlashKinds(), ", "))
+	}
+	if err := validateCommon(p.Capacity, p.LogicalBlockSize, p.MaxHWSectorsKB, p.QueueDepth, "queue_depth"); err != nil {
+		return err
+	}
 	switch {
-	case p.Capacity <= 0:
-		return fmt.Errorf("capacity must be positive")
-	case p.LogicalBlockSize != 512 && p.LogicalBlockSize != 4096:
-		return fmt.Errorf("logical_block_size must be 512 or 4096, not %d", p.LogicalBlockSize)
-	case p.Capacity%int64(p.LogicalBlockSize) != 0:
-		return fmt.Errorf("capacity %d is not a multiple of the logical block size", p.Capacity)
-	case p.MaxHWSectorsKB <= 0 || int64(p.MaxHWSectorsKB)*1024%int64(p.LogicalBlockSize) != 0:
-		return fmt.Errorf("max_hw_sectors_kb must be a positive multiple of the logical block size")
-	case p.QueueDepth <= 0:
-		return fmt.Errorf("queue_depth must be positive")
-	case p.Channels <= 0 || p.DiesPerChannel <= 0:
-		return fmt.Errorf("channels and dies_per_channel must be positive")
+	case p.Channels <= 0:
+		return keyErr("channels", "channels and dies_per_channel must be positive")
+	case p.DiesPerChannel <= 0:
+		return keyErr("dies_per_channel", "channels and dies_per_channel must be positive")
 	// Fix (tests): NewNVMe allocates per-die state; an absurd count must
 	// fail here, not panic or exhaust memory there.
 	case p.Channels > maxNVMeDies || p.DiesPerChannel > maxNVMeDies || p.Channels*p.DiesPerChannel > maxNVMeDies:
-		return fmt.Errorf("channels * dies_per_channel must be at most %d dies", maxNVMeDies)
+		return keyErr("dies_per_channel", "channels * dies_per_channel must be at most %d dies", maxNVMeDies)
 	case p.PageSize <= 0 || p.PageSize%SectorSize != 0:
-		return fmt.Errorf("page_size must be a positive multiple of 512")
+		return keyErr("page_size", "page_size must be a positive multiple of 512")
 	case p.Planes <= 0:
-		return fmt.Errorf("planes must be positive")
+		return keyErr("planes", "planes must be positive")
 	// Fix (tests): an overflowing (negative) program unit would make
 	// issuePrograms loop forever.
 	case p.PageSize > math.MaxInt64/int64(p.Planes):
-		return fmt.Errorf("page_size * planes overflows")
-	case p.ReadTime < 0 || p.ProgramTime < 0 || p.ReadOverhead < 0 || p.WriteOverhead < 0:
-		return fmt.Errorf("times must not be negative")
+		return keyErr("planes", "page_size * planes overflows")
+	case p.ReadTime < 0:
+		return keyErr("read_time", "times must not be negative")
+	case p.ProgramTime < 0:
+		return keyErr("program_time", "times must not be negative")
+	case p.ReadOverhead < 0:
+		return keyErr("read_overhead", "times must not be negative")
+	case p.WriteOverhead < 0:
+		return keyErr("write_overhead", "times must not be negative")
+	case p.CommandTime < 0:
+		return keyErr("command_time", "times must not be negative")
 	// Fix (tests): !(x > 0) also rejects NaN.
-	case !(p.ChannelMBps > 0) || !(p.HostMBps > 0):
-		return fmt.Errorf("channel_mbps and host_mbps must be positive")
+	case !(p.ChannelMBps > 0):
+		return keyErr("channel_mbps", "channel_mbps must be positive")
+	case !(p.HostMBps > 0):
+		return keyErr("host_mbps", "host_mbps must be positive")
 	case p.WriteBuffer < int64(p.MaxHWSectorsKB)*1024 || p.WriteBuffer < p.PageSize*int64(p.Planes):
-		return fmt.Errorf("write_buffer must hold at least one maximal request and one program unit")
+		return keyErr("write_buffer", "write_buffer must hold at least one maximal request (max_hw_sectors_kb) and one program unit (page_size * planes)")
 	case p.ProgramQueue < 0:
-		return fmt.Errorf("program_queue must not be negative")
+		return keyErr("program_queue", "program_queue must not be negative")
 	}
-	return nil
+	return p.validateInterface()
 }
 
 // maxNVMeDies bounds the NAND dies of a model (real controllers have a
@@ -109,7 +130,7 @@ const (
 	nvmePhaseBits = 2
 )
 
-// NVMe is a parametric NVMe SSD. Each die serves its work in arrival order
+// NVMe is a parametric NAND flash SSD (kind nvme, ufs or sata-ssd). Each die serves its work in arrival order
 // (a read that arrives behind a program waits for it: the model has no
 // program suspend); reads touch the die of each NAND page they cover
 // (pages are striped across dies); writes are absorbed by the write buffer
@@ -127,6 +148,7 @@ type NVMe struct {
 	dies     []sim.Time // time each die becomes free
 	progs    []int      // programs issued to each die and not yet ended
 	linkFree sim.Time
+	ctrlFree sim.Time // when the controller is done with the last command
 	nextDie  int
 	unit     int64
 
@@ -145,7 +167,7 @@ func NewNVMe(e *sim.Engine, p NVMeParams) (*NVMe, error) {
 		return nil, err
 	}
 	if p.Name == "" {
-		p.Name = "nvme0n1"
+		p.Name = FlashDefaults(p.Kind).Name
 	}
 	return &NVMe{
 		progs: make([]int, p.Channels*p.DiesPerChannel),
@@ -177,12 +199,19 @@ func (d *NVMe) Stamps() *StampMap { return d.store }
 // Params returns the model's parameters.
 func (d *NVMe) Params() NVMeParams { return d.p }
 
-// Submit accepts r; the command overhead runs first.
+// Submit accepts r; the command overhead runs first, then (with a
+// CommandTime) the controller's serialised processing.
 func (d *NVMe) Submit(r *Request) {
 	slot := uint64(d.slots.put(r))
 	ov := d.p.ReadOverhead
 	if r.Op == OpWrite {
 		ov = d.p.WriteOverhead
+	}
+	if d.p.CommandTime > 0 {
+		start := max(d.e.Now()+sim.Time(ov), d.ctrlFree)
+		d.ctrlFree = start + sim.Time(d.p.CommandTime)
+		d.e.At(d.ctrlFree, d, slot<<nvmePhaseBits|nvmeArrive)
+		return
 	}
 	d.e.After(ov, d, slot<<nvmePhaseBits|nvmeArrive)
 }

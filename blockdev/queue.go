@@ -32,6 +32,12 @@ type DiskStats struct {
 	TimeInQueue time.Duration
 	// Splits counts bios split to the queue's limits.
 	Splits uint64
+	// D2C and Q2C sum, over completed bios (pieces of split bios are
+	// bios), the time from their request's issue to completion and from
+	// the bio's queueing to completion; Bios counts them. These are btt's
+	// D2C and Q2C, which it also computes per bio.
+	D2C, Q2C [2]time.Duration
+	Bios     [2]uint64
 	// QueuedSizes counts bios by size (bytes) as they entered the queue
 	// (Q), DispatchedSizes requests by size as they were issued (D).
 	QueuedSizes, DispatchedSizes [2]map[int64]uint64
@@ -521,19 +527,26 @@ func (q *Queue) CompleteRequest(r *Request) {
 	q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
 	q.stats.InFlight--
 	q.inFlight--
-	errno := 0
-	if r.Err != nil {
-		errno = int(syscall.EIO)
+	if q.tracer != nil {
+		errno := 0
+		if r.Err != nil {
+			errno = int(syscall.EIO)
+		}
+		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Sector: r.Sector, Bytes: r.Bytes,
+			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
+		q.tracer.Trace(&q.tev)
 	}
-	q.traceReq(TraceComplete, r, 0)
-	q.tev.Error = errno
 	// Fix (tests): free the tag before ending the bios: an EndBio that
 	// submits the next bio at full depth is dispatched at once and needs
 	// it.
 	h := &q.hwqs[r.HWQueue]
 	h.tags = append(h.tags, r.Tag)
 	r.Tag = -1
+	now := q.e.Now()
 	for _, b := range r.Bios {
+		q.stats.Bios[op]++
+		q.stats.D2C[op] += time.Duration(now - r.Started)
+		q.stats.Q2C[op] += time.Duration(now - b.Submitted)
 		if r.Err != nil {
 			b.Err = r.Err
 		}

@@ -49,6 +49,11 @@ type FS struct {
 
 	files map[string]*File
 	dios  []*dio
+
+	// batches are the tasks' open submission batches (StartBatch);
+	// freeBatches are finished ones kept for reuse.
+	batches     []*Batch
+	freeBatches []*Batch
 }
 
 // New returns an empty filesystem on q.
@@ -67,6 +72,10 @@ func (fs *FS) Policy() LockPolicy { return fs.opt.Policy }
 
 // Queue returns the request queue the filesystem sits on.
 func (fs *FS) Queue() *blockdev.Queue { return fs.q }
+
+// Costs returns the CPU costs of the filesystem's IO paths, for callers
+// that model the system calls around DirectAIO (io_submit, io_getevents).
+func (fs *FS) Costs() Costs { return fs.opt.Costs }
 
 // Inode is a file's in-memory inode: its size and its lock.
 type Inode struct {
@@ -134,6 +143,9 @@ type dio struct {
 	bios      []*blockdev.Bio
 	used      int
 	collect   bool
+	// aio is the asynchronous IO this dio belongs to (nil for a
+	// synchronous one, which completes done instead).
+	aio *IOCB
 }
 
 // EndBio accounts one finished bio.
@@ -143,6 +155,10 @@ func (d *dio) EndBio(b *blockdev.Bio) {
 	}
 	d.remaining--
 	if d.remaining == 0 {
+		if d.aio != nil {
+			d.aio.complete()
+			return
+		}
 		d.done.Complete()
 	}
 }
@@ -209,32 +225,32 @@ func (f *File) direct(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stam
 	switch span {
 	case SpanNone:
 		f.inode.dioCount++
-		f.submit(t, d, op, off, n, s)
+		f.submit(t, d, op, off, n, s, nil)
 		d.done.Wait(t)
 		t.CPU(c.DIOComplete)
 		f.inode.dioCount--
 	case SpanSharedIO:
 		lock.DownRead(t)
-		f.submit(t, d, op, off, n, s)
+		f.submit(t, d, op, off, n, s, nil)
 		d.done.Wait(t)
 		t.CPU(c.DIOComplete)
 		lock.UpRead(t)
 	case SpanExclusiveIO:
 		lock.DownWrite(t)
-		f.submit(t, d, op, off, n, s)
+		f.submit(t, d, op, off, n, s, nil)
 		d.done.Wait(t)
 		t.CPU(c.DIOComplete)
 		lock.UpWrite(t)
 	case SpanExclusiveSubmit:
 		lock.DownWrite(t)
-		f.submit(t, d, op, off, n, s)
+		f.submit(t, d, op, off, n, s, nil)
 		lock.UpWrite(t)
 		d.done.Wait(t)
 		t.CPU(c.DIOComplete)
 	case SpanExclusiveRelock:
 		lock.DownWrite(t)
 		f.inode.dioCount++
-		f.submit(t, d, op, off, n, s)
+		f.submit(t, d, op, off, n, s, nil)
 		lock.UpWrite(t)
 		d.done.Wait(t)
 		f.inode.dioCount--
@@ -257,8 +273,11 @@ func (f *File) direct(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stam
 const maxBioBytes = 256 * 4096
 
 // submit maps [off, off+n) to bios and submits them, charging the setup
-// cost to t. The dio's bios are reused across IOs.
-func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s blockdev.Stamp) {
+// cost to t. The dio's bios are reused across IOs. With plug nil the bios
+// go through a plug of their own (blk_start_plug in the direct-IO path);
+// otherwise they join plug, the caller's (an outer plug makes the inner
+// one a no-op in the kernel).
+func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s blockdev.Stamp, plug *blockdev.Plug) {
 	c := &f.fs.opt.Costs
 	pages := (n + 4095) / 4096
 	used := 0
@@ -279,12 +298,17 @@ func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s block
 	})
 	d.remaining = used
 	t.CPU(c.DIOSetup + c.DIOPerPage*time.Duration(pages) + c.BioSubmit*time.Duration(used))
-	plug := f.fs.q.StartPlug(t, IssuerOf(t))
+	own := plug == nil
+	if own {
+		plug = f.fs.q.StartPlug(t, IssuerOf(t))
+	}
 	for _, b := range d.bios[:used] {
 		b.Sync = true
 		plug.Submit(b)
 	}
-	plug.Finish()
+	if own {
+		plug.Finish()
+	}
 	d.used = used
 }
 

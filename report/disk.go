@@ -83,6 +83,11 @@ func writeIostat(b *bufio.Writer, disks []workload.DiskResult) {
 	}
 	b.WriteString("\niostat (simulated):\n")
 	writeTable(b, rows)
+	for i := range disks {
+		st := &disks[i].Stats
+		fmt.Fprintf(b, "%s: per bio (as btt): D2C avg %.2f us, Q2C avg %.2f us\n", disks[i].Name,
+			avgNs(st.D2C[:], st.Bios[:])/1e3, avgNs(st.Q2C[:], st.Bios[:])/1e3)
+	}
 }
 
 // writeRequestSizes writes the request-size histograms at queue time (bios)
@@ -213,6 +218,17 @@ func iostatJSON(d *workload.DiskResult) *jsonObject {
 		{"r_await", r.rAwait}, {"w_await", r.wAwait}, {"aqu-sz", r.aqu}, {"rareq-sz", r.rareq}, {"wareq-sz", r.wareq}, {"%util", r.util}} {
 		o.add(kv.k, kv.v)
 	}
+	st := &d.Stats
+	o.add("d2c_avg_ns", avgNs(st.D2C[:], st.Bios[:]))
+	o.add("q2c_avg_ns", avgNs(st.Q2C[:], st.Bios[:]))
 	o.add("requests", requestsJSON(d))
 	return o
+}
+
+// avgNs is the mean over both directions of per-bio times.
+func avgNs(sum []time.Duration, n []uint64) float64 {
+	if n[0]+n[1] == 0 {
+		return 0
+	}
+	return float64(sum[0]+sum[1]) / float64(n[0]+n[1])
 }

@@ -10,6 +10,12 @@
 // (bandwidth and IOPS samples, CPU usage, IO depth distributions), the line
 // or field is left out rather than filled with invented values.
 //
+// It also renders the tables of "blksim compare" ([WriteCompare],
+// [WriteCompareJSON]: runs reduced by [Summarize] to read and write
+// bandwidth, IOPS and mean latency, side by side) and "blksim reproduce"
+// ([WriteReproduce], [WriteReproduceJSON]: published figures beside
+// simulated ones).
+//
 // Output is a function of the Result and the Options only: no clocks, no map
 // iteration, no environment. Wall-clock figures, the one non-deterministic
 // part of a Result, are dropped with [Options.OmitWall].

@@ -98,12 +98,31 @@ type JobSpec struct {
 	NumJobs int
 	// Thread is fio's thread option (threads instead of processes).
 	Thread bool
-	// IOEngine is one of psync (the default), sync or pvsync.
+	// IOEngine is one of the synchronous engines psync (the default), sync
+	// and pvsync, or the asynchronous libaio and io_uring.
 	IOEngine string
-	// IODepth is the number of IOs in flight per job. Every engine blksim
-	// models is synchronous, and fio ignores iodepth for those, so it is
-	// always 1 after parsing, whatever the file says.
+	// IODepth is the number of IOs in flight per job, at least 1; default
+	// 1. fio ignores iodepth for synchronous engines, so it is 1 for them
+	// after parsing, whatever the file says.
 	IODepth int
+	// IODepthBatchSubmit is fio's iodepth_batch_submit (alias
+	// iodepth_batch): how many prepared IOs an asynchronous engine submits
+	// in one call; default 1. After parsing it is 1..IODepth: fio's 0, and
+	// values above IODepth, mean IODepth.
+	IODepthBatchSubmit int
+	// IODepthBatchCompleteMin is fio's iodepth_batch_complete_min (alias
+	// iodepth_batch_complete): the fewest completions a reap waits for;
+	// default 1. 0 makes fio poll for completions without sleeping.
+	IODepthBatchCompleteMin int
+	// IODepthBatchCompleteMax is fio's iodepth_batch_complete_max: the most
+	// completions one reap takes. After parsing it is at least
+	// IODepthBatchCompleteMin, which is fio's default for it.
+	IODepthBatchCompleteMax int
+	// IODepthLow is fio's iodepth_low: once the queue is full, fio reaps
+	// until no more than IODepthLow IOs are in flight before it queues
+	// again. After parsing it is 1..IODepth: fio's default 0, and values
+	// above IODepth, mean IODepth (keep the queue full).
+	IODepthLow int
 	// Direct is O_DIRECT (direct=1, or buffered=0).
 	Direct bool
 	// Runtime is the time limit; 0 means none.
@@ -130,6 +149,9 @@ func defaultJobSpec() JobSpec {
 		IOEngine:  "psync",
 		IODepth:   1,
 		RandSeed:  DefaultRandSeed,
+
+		IODepthBatchSubmit:      1,
+		IODepthBatchCompleteMin: 1,
 	}
 }
 
@@ -144,7 +166,7 @@ var (
 	// nor a comment, an option outside any section, or a file without jobs.
 	ErrSyntax = errors.New("syntax error")
 	// ErrNotModelled means valid fio input that blksim cannot simulate,
-	// such as an asynchronous ioengine or rw=randread:8.
+	// such as ioengine=posixaio or rw=randread:8.
 	ErrNotModelled = errors.New("not modelled by blksim")
 )
 
@@ -383,7 +405,22 @@ func (p *parser) endSection() {
 		// fio ignores iodepth for synchronous engines.
 		js.IODepth = 1
 	}
+	fixupDepths(&js)
 	p.jobs = append(p.jobs, js)
+}
+
+// fixupDepths applies fio's rules for the batching options once the job's
+// iodepth is known (fio init.c fixup_options).
+func fixupDepths(js *JobSpec) {
+	if js.IODepthLow == 0 || js.IODepthLow > js.IODepth {
+		js.IODepthLow = js.IODepth
+	}
+	if js.IODepthBatchSubmit == 0 || js.IODepthBatchSubmit > js.IODepth {
+		js.IODepthBatchSubmit = js.IODepth
+	}
+	if js.IODepthBatchCompleteMax < js.IODepthBatchCompleteMin {
+		js.IODepthBatchCompleteMax = js.IODepthBatchCompleteMin
+	}
 }
 
 func (p *parser) errorf(option string, err error) *ParseError {

@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		"[j]\nbs=${BS}\nfilename=${X}${\nruntime=10m\nramp_time=1d\n",
 		"[j] ; c\n thread = 1 # c\r\ndirect\nbuffered=1\ntime_based\n",
 		"[j]\nioengine=libaio\niodepth=64\n",
+		"[global]\niodepth_batch=0\n[j]\nioengine=io_uring\niodepth=8\niodepth_batch_complete=4\niodepth_low=2\n",
 		"[j]\nsize=0x7fffffffffffffff\nrandseed=0xffff\nnumjobs=4096\n",
 		"bs=4k\n[j]\n",
 		"[global-x]\nname=g\n[j]\nname=n\n",
@@ -85,11 +86,16 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("job %q size %d", js.Name, js.Size)
 			case js.NumJobs < 1 || js.NumJobs > maxJobs:
 				t.Fatalf("job %q numjobs %d", js.Name, js.NumJobs)
-			case js.IODepth != 1:
+			case js.IODepth < 1 || syncEngines[js.IOEngine] && js.IODepth != 1:
 				t.Fatalf("job %q iodepth %d with engine %s", js.Name, js.IODepth, js.IOEngine)
+			case js.IODepthBatchSubmit < 1 || js.IODepthBatchSubmit > js.IODepth ||
+				js.IODepthLow < 1 || js.IODepthLow > js.IODepth ||
+				js.IODepthBatchCompleteMin < 0 || js.IODepthBatchCompleteMax < js.IODepthBatchCompleteMin:
+				t.Fatalf("job %q iodepth %d batch %d complete %d..%d low %d", js.Name, js.IODepth,
+					js.IODepthBatchSubmit, js.IODepthBatchCompleteMin, js.IODepthBatchCompleteMax, js.IODepthLow)
 			case js.RWMixRead < 0 || js.RWMixRead > 100:
 				t.Fatalf("job %q rwmixread %d", js.Name, js.RWMixRead)
-			case !syncEngines[js.IOEngine]:
+			case !syncEngines[js.IOEngine] && !asyncEngines[js.IOEngine]:
 				t.Fatalf("job %q engine %q", js.Name, js.IOEngine)
 			case js.RW < RWRead || js.RW > RWRandRW:
 				t.Fatalf("job %q rw %d", js.Name, js.RW)

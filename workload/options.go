@@ -67,9 +67,16 @@ type option struct {
 // maxJobs is fio's limit on the number of jobs (REAL_MAX_JOBS in fio.h).
 const maxJobs = 4096
 
-// syncEngines are the IO engines blksim models. They issue one IO at a time
-// per job, so fio ignores iodepth for them.
+// syncEngines are the synchronous IO engines blksim models. They issue one
+// IO at a time per job, so fio ignores iodepth for them.
 var syncEngines = map[string]bool{"psync": true, "sync": true, "pvsync": true}
+
+// asyncEngines are the asynchronous IO engines blksim models: up to iodepth
+// IOs in flight per job, submitted and reaped in batches.
+var asyncEngines = map[string]bool{"libaio": true, "io_uring": true}
+
+// modelledEngines names the engines blksim models, for error messages.
+const modelledEngines = "psync, sync, pvsync, libaio, io_uring"
 
 // optionTable lists every option blksim understands, with fio's aliases.
 // Facts about fio come from its options.c (names, aliases, types, bounds).
@@ -124,14 +131,32 @@ var optionTable = []option{
 		return nil
 	}},
 	{name: "ioengine", kind: kindString, set: func(js *JobSpec, v optionValue) error {
-		if !syncEngines[v.Raw] {
-			return notModelled("ioengine %q is not modelled by blksim (modelled: psync, sync, pvsync)", v.Raw)
+		if !syncEngines[v.Raw] && !asyncEngines[v.Raw] {
+			return notModelled("ioengine %q is not modelled by blksim (modelled: %s)", v.Raw, modelledEngines)
 		}
 		js.IOEngine = v.Raw
 		return nil
 	}},
 	{name: "iodepth", kind: kindInt, min: 1, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
 		js.IODepth = int(v.Int)
+		return nil
+	}},
+	// fio's batching options (options.c); 0 and values above iodepth are
+	// fixed up when the job section ends, as fio's fixup_options does.
+	{name: "iodepth_batch", aliases: []string{"iodepth_batch_submit"}, kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.IODepthBatchSubmit = int(v.Int)
+		return nil
+	}},
+	{name: "iodepth_batch_complete_min", aliases: []string{"iodepth_batch_complete"}, kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.IODepthBatchCompleteMin = int(v.Int)
+		return nil
+	}},
+	{name: "iodepth_batch_complete_max", kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.IODepthBatchCompleteMax = int(v.Int)
+		return nil
+	}},
+	{name: "iodepth_low", kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.IODepthLow = int(v.Int)
 		return nil
 	}},
 	{name: "direct", kind: kindBool, set: func(js *JobSpec, v optionValue) error {

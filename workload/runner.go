@@ -98,6 +98,10 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	start := e.Now()
 	for _, j := range jobs {
 		j := j
+		if asyncEngines[j.spec.IOEngine] {
+			e.Go(fmt.Sprintf("fio:%s:%d", j.spec.Name, j.id), func(t *sim.Task) { j.runAsync(t, fsys, start, opt) })
+			continue
+		}
 		e.Go(fmt.Sprintf("fio:%s:%d", j.spec.Name, j.id), func(t *sim.Task) { j.run(t, start, opt) })
 	}
 	if err := e.Run(-1); err != nil {
@@ -116,6 +120,13 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	return res, nil
 }
 
+// Kernel limits on an asynchronous job's depth: fs.aio-max-nr's default
+// and io_uring's IORING_MAX_ENTRIES.
+const (
+	maxAIODepth   = 65536
+	maxURingDepth = 32768
+)
+
 // checkRunnable rejects job specs this runner cannot honour; lbs is the
 // device's logical block size, to which direct IO must be aligned.
 func checkRunnable(s *JobSpec, lbs int64) error {
@@ -133,6 +144,10 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 		return at("time_based", "time_based needs a runtime")
 	case s.Size < minBS(s):
 		return at("size", fmt.Sprintf("size %d is smaller than the block size %d", s.Size, minBS(s)))
+	case s.IOEngine == "libaio" && s.IODepth > maxAIODepth:
+		return at("iodepth", fmt.Sprintf("iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth))
+	case s.IOEngine == "io_uring" && s.IODepth > maxURingDepth:
+		return at("iodepth", fmt.Sprintf("iodepth %d exceeds io_uring's %d ring entries (io_uring_setup fails with EINVAL)", s.IODepth, maxURingDepth))
 	}
 	for dir, bs := range s.BS {
 		if (dir == 0 && !s.RW.HasRead()) || (dir == 1 && !s.RW.HasWrite()) {
@@ -161,7 +176,8 @@ func minBS(s *JobSpec) int64 {
 	return min(s.BS[0], s.BS[1])
 }
 
-// run is the job's simulated thread: fio's IO loop for a sync engine.
+// run is the job's simulated thread: fio's IO loop for a sync engine
+// (runAsync is the loop of the asynchronous ones).
 func (j *job) run(t *sim.Task, start sim.Time, opt RunOptions) {
 	s := j.spec
 	statsFrom := start + sim.Time(s.RampTime)

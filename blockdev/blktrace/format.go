@@ -73,7 +73,9 @@ const ProcessNote = NotifyProcess | CatNotify<<CategoryShift
 // Dev encodes a device number the way the kernel's dev_t does
 // (MKDEV: major in the high 12 bits, minor in the low 20), which is what
 // blkparse prints as "major,minor". It panics if minor does not fit in 20
-// bits or major in 12, as those numbers cannot be encoded.
+// bits or major in 12, as those numbers cannot be encoded. Avoid majors 9
+// (md) and 253 (device mapper): btt treats them as remapping devices and
+// leaves their dispatches out of its D histogram.
 func Dev(major, minor uint32) uint32 {
 	if major >= 1<<12 || minor >= 1<<20 {
 		panic(fmt.Sprintf("blktrace: device %d,%d does not fit in a dev_t", major, minor))

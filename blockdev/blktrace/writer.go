@@ -16,8 +16,8 @@ import (
 )
 
 // MaxCPUs bounds the CPU numbers a Writer accepts: an event on CPU MaxCPUs
-// or above is an error. Each CPU seen costs an open file and a write
-// buffer of bufSize bytes, so a Writer holds at most MaxCPUs*bufSize bytes.
+// or above is an error. Each CPU seen costs an open file and a 32 KiB write
+// buffer, so a Writer's buffers hold at most 32 MiB.
 const MaxCPUs = 1024
 
 // bufSize is the write buffer of each per-CPU file.
@@ -108,7 +108,8 @@ func (w *Writer) Path(cpu int) string {
 // (BLK_TN_PROCESS, the command name NUL-padded to CommLen bytes) if ev.PID
 // has not traced on that CPU yet or last did so under another name. A PID
 // 0 event with no name is noted as "swapper/<cpu>", the kernel's idle
-// task. ev is not retained.
+// task. Events must come in time order on each CPU (the blockdev.Tracer
+// contract), since blkparse merges the files by time. ev is not retained.
 func (w *Writer) Trace(ev *blockdev.TraceEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

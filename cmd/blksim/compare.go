@@ -188,14 +188,22 @@ func cmdCompare(args []string, stdout io.Writer, env func(string) (string, bool)
 	if len(pos) == 1 {
 		job = pos[0]
 	}
+	// Stacks first, so that a bad key is reported before a job-file error.
 	runs := make([][]compareRun, len(sw.values))
 	for si, sv := range sw.values {
 		for _, v := range variants {
-			r, err := setUpCompareRun(base, v, sw.key, sv, pos, env)
+			r, err := compareStack(base, v, sw.key, sv)
 			if err != nil {
 				return err
 			}
 			runs[si] = append(runs[si], r)
+		}
+	}
+	for si, sv := range sw.values {
+		for vi, v := range variants {
+			if err := runs[si][vi].parseJob(v, sw.key, sv, pos, env); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -227,11 +235,10 @@ func cmdCompare(args []string, stdout io.Writer, env func(string) (string, bool)
 	return emit(stdout, *output, out.Bytes())
 }
 
-// setUpCompareRun prepares variant v at sweep value sv of sweepKey ("" for
-// no sweep): its stack (base, then the variant's keys, then the swept key)
-// and its parsed job (pos[0], or the embedded default job), with the
-// variant's and the sweep's env.NAME variables over env.
-func setUpCompareRun(base *stack.Config, v variant, sweepKey, sv string, pos []string, env func(string) (string, bool)) (compareRun, error) {
+// compareStack prepares the stack of variant v at sweep value sv of
+// sweepKey ("" for no sweep): the base stack, then the variant's keys, then
+// the swept key if it is a stack key.
+func compareStack(base *stack.Config, v variant, sweepKey, sv string) (compareRun, error) {
 	r := compareRun{label: "variant " + v.name, cfg: base.Clone()}
 	if sweepKey != "" {
 		r.label += ", " + sweepKey + "=" + sv
@@ -242,19 +249,24 @@ func setUpCompareRun(base *stack.Config, v variant, sweepKey, sv string, pos []s
 			return r, usageError{err}
 		}
 	}
+	if sweepKey != "" && !strings.HasPrefix(sweepKey, envPrefix) {
+		if err := r.cfg.Set(sweepKey, sv, "--sweep "+sweepKey); err != nil {
+			return r, usageError{err}
+		}
+	}
+	return r, checkBuild(r.cfg)
+}
+
+// parseJob parses the job (pos[0], or the embedded default job) for
+// variant v at sweep value sv, with the variant's and the sweep's env.NAME
+// variables over env.
+func (r *compareRun) parseJob(v variant, sweepKey, sv string, pos []string, env func(string) (string, bool)) error {
 	vars := make(map[string]string, len(v.env)+1)
 	for k, val := range v.env {
 		vars[k] = val
 	}
 	if envName, ok := strings.CutPrefix(sweepKey, envPrefix); ok {
 		vars[envName] = sv
-	} else if sweepKey != "" {
-		if err := r.cfg.Set(sweepKey, sv, "--sweep "+sweepKey); err != nil {
-			return r, usageError{err}
-		}
-	}
-	if err := checkBuild(r.cfg); err != nil {
-		return r, err
 	}
 	lookup := overlayEnv(env, vars)
 	var err error
@@ -264,7 +276,7 @@ func setUpCompareRun(base *stack.Config, v variant, sweepKey, sv string, pos []s
 		r.specs, err = parseEmbedded(defaultJob, lookup)
 	}
 	if err != nil {
-		return r, usageError{fmt.Errorf("compare: %s: %w", r.label, err)}
+		return usageError{fmt.Errorf("compare: %s: %w", r.label, err)}
 	}
-	return r, nil
+	return nil
 }

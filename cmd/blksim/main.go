@@ -31,10 +31,12 @@ import (
 	"os"
 	"path"
 	"runtime/pprof"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/blksim/blksim"
+	"github.com/blksim/blksim/blockdev/blktrace"
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
 	"github.com/blksim/blksim/workload"
@@ -103,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json]
-             [--output FILE] [JOBFILE]
+             [--output FILE] [--blktrace DIR] [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
       ext4 parallel-DIO experiment, BS=4k)
   blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
@@ -138,6 +140,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	seed := fl.Uint64("seed", 1, "engine seed")
 	format := fl.String("output-format", "normal", "normal or json")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
+	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	output := fl.String("output", "", "write the output to this file")
 	if err := fl.Parse(args); err != nil {
 		// Fix (tests): "run -h" failed with "flag: help requested".
@@ -195,6 +198,14 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var tracer *blktrace.Writer
+	if *traceDir != "" {
+		tracer, err = blktrace.New(*traceDir, st.Device.Name(), deviceNumber(st.Device.Name()))
+		if err != nil {
+			return bad("run: --blktrace: %v", err)
+		}
+		st.Queue.SetTracer(tracer)
+	}
 	wall := time.Now()
 	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
 	if err != nil {
@@ -205,6 +216,11 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		return err
 	}
 	res.Engine.WallSeconds = time.Since(wall).Seconds()
+	if tracer != nil {
+		if err := tracer.Close(); err != nil {
+			return fmt.Errorf("run: --blktrace: %w", err)
+		}
+	}
 	res.Locks = st.Engine.LockStats()
 	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
 		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
@@ -231,6 +247,21 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		return err
 	}
 	return jobErr
+}
+
+// deviceNumber picks the Linux major:minor a device of that name would
+// have, so blkparse prints familiar numbers: nvme 259, mmcblk 179, null_blk
+// 252, otherwise SCSI disks (8, as sd*/UFS).
+func deviceNumber(name string) uint32 {
+	switch {
+	case strings.HasPrefix(name, "nvme"):
+		return blktrace.Dev(259, 0)
+	case strings.HasPrefix(name, "mmcblk"):
+		return blktrace.Dev(179, 0)
+	case strings.HasPrefix(name, "nullb"):
+		return blktrace.Dev(252, 0)
+	}
+	return blktrace.Dev(8, 0)
 }
 
 // omitWall drops wall-clock figures (which differ run to run) when

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReproduceShipped is the showcase: every shipped experiment row is
+// within its published tolerance.
+func TestReproduceShipped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 60 s of IO; skipped with -short")
+	}
+	r := runCLI(t, nil, "reproduce")
+	require.Equal(t, exitOK, r.status, "stdout:\n%s\nstderr: %s", r.stdout, r.stderr)
+	assert.Empty(t, r.stderr)
+	out := r.stdout
+	assert.True(t, strings.HasPrefix(out, "ext4-dio: EXPERIMENTS.md section 1"), out)
+	for _, row := range []string{"4k-with", "4k-without", "4k-without-nolock", "1M-with", "1M-without", "1M-without-nolock"} {
+		assert.Contains(t, out, "\n  "+row+" ")
+	}
+	assert.Contains(t, out, "6 of 6 rows within tolerance")
+	assert.NotContains(t, out, "OFF")
+	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 6 rows of 1 experiment within tolerance\n"), out)
+	// Rows appear in published.toml's order.
+	assert.Less(t, strings.Index(out, "4k-without-nolock"), strings.Index(out, "1M-with"))
+}
+
+// experiment writes an experiment directory named name under a new
+// temporary directory and returns the parent. files maps file names to
+// contents.
+func experiment(t *testing.T, name string, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, name)
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for n, data := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(data), 0o644))
+	}
+	return root
+}
+
+// smallStack is the shipped "w/" stack.
+const smallStack = "fs = \"ext4\"\ndevice.profile = \"p3600\"\n\n[ext4]\nparallel_dio_reads = true\n"
+
+// offPublished has a row within a wide tolerance, with the format's
+// extensions (job, env, a row tolerance, set), and a row whose read
+// bandwidth is far from anything the run can reach.
+const offPublished = `source = "a test"
+tolerance = 0.15
+job = "small.fio"
+seed = 3
+
+[env]
+BS = "4k"
+
+[rows.good]
+stack = "stack.toml"
+set = ["host.cpus=8"]
+tolerance = 1000
+read_mibs = 1
+write_lat_us = 1
+
+[rows.bad]
+bs = "16k"
+stack = "stack.toml"
+read_mibs = 1000000
+read_lat_us = 100
+`
+
+// reproduceJSON is the JSON of blksim reproduce.
+type reproduceJSON struct {
+	Experiments []struct {
+		Name string `json:"name"`
+		Job  string `json:"job"`
+		Seed uint64 `json:"seed"`
+		Rows []struct {
+			Name      string            `json:"name"`
+			Env       map[string]string `json:"env"`
+			Set       []string          `json:"set"`
+			Tolerance float64           `json:"tolerance"`
+			OK        bool              `json:"ok"`
+			Metrics   []struct {
+				Name      string  `json:"name"`
+				Published float64 `json:"published"`
+				Simulated float64 `json:"simulated"`
+				Error     float64 `json:"error"`
+				OK        bool    `json:"ok"`
+			} `json:"metrics"`
+		} `json:"rows"`
+	} `json:"experiments"`
+	Rows    int  `json:"rows"`
+	RowsOff int  `json:"rows_off"`
+	OK      bool `json:"ok"`
+}
+
+func TestReproduceOff(t *testing.T) {
+	root := experiment(t, "exp", map[string]string{
+		"small.fio":      bsJob,
+		"other.fio":      smallJob, // job = picks small.fio
+		"stack.toml":     smallStack,
+		"published.toml": offPublished,
+	})
+	// The caller's BS does not reach the rows.
+	env := map[string]string{"BLKSIM_DETERMINISTIC": "1", "BS": "1M"}
+	for _, dir := range []string{root, filepath.Join(root, "exp")} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			r := runCLI(t, env, "reproduce", "--dir", dir)
+			require.Equal(t, exitFailed, r.status, "stdout:\n%s\nstderr: %s", r.stdout, r.stderr)
+			out := r.stdout
+			assert.True(t, strings.HasPrefix(out, "exp: a test\n  job small.fio, seed 3, tolerance ±15%\n"), out)
+			lines := strings.Split(out, "\n")
+			var bad string
+			for _, l := range lines {
+				if strings.HasPrefix(l, "  bad ") {
+					bad = l
+				}
+			}
+			assert.Equal(t, []string{"bad", "read", "MiB/s", "1000000.0"}, strings.Fields(bad)[:4], bad)
+			assert.True(t, strings.HasSuffix(bad, " OFF"), bad)
+			assert.Contains(t, out, "\n  good (±100000%)  ")
+			assert.Contains(t, out, "1 of 2 rows within tolerance")
+			assert.Contains(t, out, "\nreproduce: OFF, 1 of 2 rows outside tolerance: exp/bad (read MiB/s -100.0%, read lat us +")
+			assert.True(t, strings.HasSuffix(out, "; tolerance ±15%)\n"), out)
+			assert.Contains(t, r.stderr, "exp/bad (read MiB/s -100.0%")
+		})
+	}
+
+	r := runCLI(t, env, "reproduce", "--dir", root, "--output-format", "json")
+	require.Equal(t, exitFailed, r.status, "stderr: %s", r.stderr)
+	var out reproduceJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, 2, out.Rows)
+	assert.Equal(t, 1, out.RowsOff)
+	assert.False(t, out.OK)
+	require.Len(t, out.Experiments, 1)
+	e := out.Experiments[0]
+	assert.Equal(t, "small.fio", e.Job)
+	assert.Equal(t, uint64(3), e.Seed)
+	require.Len(t, e.Rows, 2)
+	good, bad := e.Rows[0], e.Rows[1]
+	assert.Equal(t, "good", good.Name)
+	assert.True(t, good.OK)
+	assert.Equal(t, map[string]string{"BS": "4k"}, good.Env)
+	assert.Equal(t, []string{"host.cpus=8"}, good.Set)
+	assert.Equal(t, 1000.0, good.Tolerance)
+	assert.Equal(t, []string{"read_mibs", "write_lat_us"}, []string{good.Metrics[0].Name, good.Metrics[1].Name})
+	assert.Equal(t, "bad", bad.Name)
+	assert.False(t, bad.OK)
+	assert.Equal(t, map[string]string{"BS": "16k"}, bad.Env, "bs is env.BS")
+	require.Len(t, bad.Metrics, 2)
+	m := bad.Metrics[0]
+	assert.Equal(t, "read_mibs", m.Name)
+	assert.False(t, m.OK)
+	assert.InDelta(t, m.Simulated/m.Published-1, m.Error, 1e-12)
+	assert.Positive(t, m.Simulated)
+	// The 16k row's read bandwidth over its IOPS is 16 KiB.
+	good4k, bad16k := good.Metrics[0].Simulated, m.Simulated
+	assert.NotEqual(t, good4k, bad16k)
+
+	// --seed overrides published.toml's seed.
+	r = runCLI(t, env, "reproduce", "--dir", root, "--output-format", "json", "--seed", "9")
+	require.Equal(t, exitFailed, r.status, "stderr: %s", r.stderr)
+	var reseeded reproduceJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &reseeded))
+	assert.Equal(t, uint64(9), reseeded.Experiments[0].Seed)
+	assert.NotEqual(t, out.Experiments[0].Rows[1].Metrics[0].Simulated, reseeded.Experiments[0].Rows[1].Metrics[0].Simulated)
+}
+
+// Rows run in parallel, but the output does not depend on how many.
+func TestReproduceParallelDeterministic(t *testing.T) {
+	root := experiment(t, "exp", map[string]string{
+		"small.fio":      bsJob,
+		"stack.toml":     smallStack,
+		"published.toml": strings.Replace(offPublished, `job = "small.fio"`, "", 1),
+	})
+	one := runCLI(t, deterministic, "reproduce", "--dir", root, "--parallel", "1")
+	two := runCLI(t, deterministic, "reproduce", "--dir", root, "--parallel", "2")
+	require.Equal(t, exitFailed, one.status, "stderr: %s", one.stderr)
+	assert.Equal(t, one, two)
+}
+
+func TestReproduceBadInputExitsTwo(t *testing.T) {
+	files := func(published string, extra ...string) map[string]string {
+		m := map[string]string{"small.fio": bsJob, "stack.toml": smallStack, "published.toml": published}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	row := "\n[rows.r]\nbs = \"4k\"\nstack = \"stack.toml\"\nread_mibs = 10\n"
+	head := "source = \"s\"\ntolerance = 0.1\n"
+	tests := []struct {
+		name  string
+		files map[string]string
+		args  []string
+		want  []string
+	}{
+		{name: "unknown key", files: files(head + row + "read_mib = 3\n"), want: []string{"published.toml", `"rows.r.read_mib"`}},
+		{name: "no source", files: files("tolerance = 0.1\n" + row), want: []string{"published.toml", "source"}},
+		{name: "no tolerance", files: files("source = \"s\"\n" + row), want: []string{"published.toml", "tolerance"}},
+		{name: "no rows", files: files(head), want: []string{"published.toml", "rows"}},
+		{name: "no metric", files: files(head + "[rows.r]\nbs = \"4k\"\nstack = \"stack.toml\"\n"), want: []string{"rows.r", "metric"}},
+		{name: "zero metric", files: files(head + "[rows.r]\nstack = \"stack.toml\"\nread_mibs = 0\n"), want: []string{"rows.r", "read_mibs"}},
+		{name: "missing stack", files: files(head + "[rows.r]\nstack = \"nope.toml\"\nread_mibs = 1\n"), want: []string{"rows.r", "nope.toml"}},
+		{name: "bad stack key", files: files(head+row, "stack.toml", "[host]\ncpu = 4\n"), want: []string{"stack.toml:2:", `"host.cpu"`}},
+		{name: "bad set", files: files(head + row + "set = [\"host.frob=1\"]\n"), want: []string{"rows.r.set", `"host.frob"`}},
+		{name: "two job files", files: files(head+row, "other.fio", smallJob), want: []string{"published.toml", "other.fio", "small.fio"}},
+		{name: "bs and env.BS", files: files(head + row + "env = { BS = \"8k\" }\n"), want: []string{"rows.r", "bs"}},
+		{name: "bad job value", files: files(head + "[rows.r]\nbs = \"huge\"\nstack = \"stack.toml\"\nread_mibs = 1\n"), want: []string{"exp/r", "small.fio:8:", `"huge"`}},
+		{name: "malformed toml", files: files(head + "[rows.r\n"), want: []string{"published.toml"}},
+		{name: "unknown experiment", files: files(head + row), args: []string{"nope"}, want: []string{`"nope"`, "have: exp"}},
+		{name: "bad output format", files: files(head + row), args: []string{"--output-format", "xml"}, want: []string{`"xml"`}},
+		{name: "bad parallel", files: files(head + row), args: []string{"--parallel", "0"}, want: []string{"--parallel"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := experiment(t, "exp", tc.files)
+			r := runCLI(t, deterministic, append([]string{"reproduce", "--dir", root}, tc.args...)...)
+			assert.Equal(t, exitBadArgs, r.status, "stderr: %s", r.stderr)
+			assert.Empty(t, r.stdout)
+			for _, w := range tc.want {
+				assert.Contains(t, r.stderr, w)
+			}
+			assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, "stderr %q", r.stderr)
+		})
+	}
+
+	// --dir without experiments, and a missing --dir.
+	r := runCLI(t, deterministic, "reproduce", "--dir", t.TempDir())
+	assert.Equal(t, exitBadArgs, r.status)
+	assert.Contains(t, r.stderr, "no experiment")
+	r = runCLI(t, deterministic, "reproduce", "--dir", "/nonexistent/experiments")
+	assert.Equal(t, exitBadArgs, r.status)
+	assert.Contains(t, r.stderr, "/nonexistent/experiments")
+	// An unknown name among the embedded experiments.
+	r = runCLI(t, deterministic, "reproduce", "nope")
+	assert.Equal(t, exitBadArgs, r.status)
+	assert.Contains(t, r.stderr, "have: ext4-dio")
+}
+
+// The shipped published.toml parses and sets up with the extended format's
+// reader (no simulation).
+func TestShippedExperimentsLoad(t *testing.T) {
+	dirs, err := experimentDirs("")
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	names := []string{}
+	for i, d := range dirs {
+		names = append(names, d.name)
+		exp, runs, err := loadExperiment(d, i)
+		require.NoError(t, err, d.name)
+		assert.NotEmpty(t, exp.Source)
+		assert.Positive(t, exp.Tolerance)
+		assert.Len(t, runs, len(exp.Rows))
+		for _, row := range exp.Rows {
+			assert.NotEmpty(t, row.Metrics, "%s/%s", d.name, row.Name)
+		}
+	}
+	assert.Contains(t, names, "ext4-dio")
+}

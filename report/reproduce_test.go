@@ -1,0 +1,147 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// metric returns the Metric named key.
+func metric(t *testing.T, key string) Metric {
+	t.Helper()
+	for _, m := range Metrics() {
+		if m.Key == key {
+			return m
+		}
+	}
+	t.Fatalf("no metric %q", key)
+	return Metric{}
+}
+
+// sampleReproduction has two experiments: one with every row within
+// tolerance, one with a row off in two metrics and a row with its own
+// tolerance.
+func sampleReproduction(t *testing.T) *Reproduction {
+	mibs, rlat, wlat := metric(t, "read_mibs"), metric(t, "read_lat_us"), metric(t, "write_lat_us")
+	r := &Reproduction{Experiments: []ReproExperiment{
+		{Name: "ext4-dio", Source: "EXPERIMENTS.md section 1", Job: "ext4-dio.fio", Seed: 1, Tolerance: 0.15,
+			Rows: []ReproRow{
+				{Name: "4k-with", Stack: "with.toml", Env: map[string]string{"BS": "4k"}, Tolerance: 0.15, Metrics: []ReproMetric{
+					NewReproMetric(mibs, 30.2, 31.0, 0.15),
+					NewReproMetric(rlat, 555, 540.4, 0.15),
+					NewReproMetric(wlat, 480, 470, 0.15),
+				}},
+				{Name: "1M-with", Stack: "with.toml", Env: map[string]string{"BS": "1M"}, Tolerance: 0.15, Metrics: []ReproMetric{
+					NewReproMetric(mibs, 476.3, 480.2, 0.15),
+				}},
+			}},
+		{Name: "xfs-dio", Source: "a mailing-list report", Job: "xfs.fio", Seed: 7, Tolerance: 0.1,
+			Rows: []ReproRow{
+				{Name: "4k", Stack: "xfs.toml", Tolerance: 0.1, Metrics: []ReproMetric{
+					NewReproMetric(mibs, 100, 130, 0.1),
+					NewReproMetric(rlat, 40, 41, 0.1),
+					NewReproMetric(wlat, 12.1, 9.5, 0.1),
+				}},
+				{Name: "1M-loose", Stack: "xfs.toml", Tolerance: 0.25, Metrics: []ReproMetric{
+					NewReproMetric(mibs, 1000, 1200, 0.25),
+				}},
+			}},
+	}}
+	r.Tally()
+	return r
+}
+
+func TestNewReproMetric(t *testing.T) {
+	m := NewReproMetric(metric(t, "read_mibs"), 100, 115, 0.15)
+	assert.InDelta(t, 0.15, m.Error, 1e-12)
+	assert.True(t, m.OK, "at the tolerance is within it")
+	m = NewReproMetric(metric(t, "read_mibs"), 100, 84, 0.15)
+	assert.InDelta(t, -0.16, m.Error, 1e-12)
+	assert.False(t, m.OK)
+	assert.Equal(t, "read_mibs", m.Key)
+	assert.Equal(t, "read MiB/s", m.Label)
+}
+
+func TestMetricsValues(t *testing.T) {
+	s := Summary{Read: DirSummary{1, 2, 3}, Write: DirSummary{4, 5, 6}}
+	got := map[string]float64{}
+	for _, m := range Metrics() {
+		got[m.Key] = m.Value(s)
+		assert.NotEmpty(t, m.Label)
+	}
+	assert.Equal(t, map[string]float64{"read_mibs": 1, "read_iops": 2, "read_lat_us": 3,
+		"write_mibs": 4, "write_iops": 5, "write_lat_us": 6}, got)
+}
+
+func TestTally(t *testing.T) {
+	r := sampleReproduction(t)
+	assert.Equal(t, 4, r.Rows)
+	assert.Equal(t, 1, r.RowsOff)
+	assert.False(t, r.OK)
+	assert.True(t, r.Experiments[0].Rows[0].OK)
+	assert.False(t, r.Experiments[1].Rows[0].OK)
+	assert.True(t, r.Experiments[1].Rows[1].OK, "+20%% is within the row's own 25%%")
+	assert.Equal(t, "reproduce: OFF, 1 of 4 rows outside tolerance: xfs-dio/4k (read MiB/s +30.0%, write lat us -21.5%; tolerance ±10%)", r.Verdict())
+
+	ok := &Reproduction{Experiments: r.Experiments[:1]}
+	ok.Tally()
+	assert.True(t, ok.OK)
+	assert.Equal(t, "reproduce: OK, all 2 rows of 1 experiment within tolerance", ok.Verdict())
+}
+
+func TestWriteReproduceGolden(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteReproduce(&b, sampleReproduction(t)))
+	checkGolden(t, "reproduce.golden", b.Bytes())
+	out := b.String()
+	assert.True(t, strings.HasPrefix(out, "ext4-dio: EXPERIMENTS.md section 1\n"), out)
+	assert.Contains(t, out, "\nxfs-dio: a mailing-list report\n")
+	assert.Equal(t, 2, strings.Count(out, " OFF\n"), out)
+	assert.True(t, strings.HasSuffix(out, "\n"+sampleReproduction(t).Verdict()+"\n"))
+}
+
+func TestWriteReproduceJSON(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteReproduceJSON(&b, sampleReproduction(t)))
+	var v struct {
+		Experiments []struct {
+			Name      string  `json:"name"`
+			Source    string  `json:"source"`
+			Tolerance float64 `json:"tolerance"`
+			Rows      []struct {
+				Name    string            `json:"name"`
+				Env     map[string]string `json:"env"`
+				OK      bool              `json:"ok"`
+				Metrics []struct {
+					Name      string  `json:"name"`
+					Published float64 `json:"published"`
+					Simulated float64 `json:"simulated"`
+					Error     float64 `json:"error"`
+					OK        bool    `json:"ok"`
+				} `json:"metrics"`
+			} `json:"rows"`
+		} `json:"experiments"`
+		Rows    int  `json:"rows"`
+		RowsOff int  `json:"rows_off"`
+		OK      bool `json:"ok"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &v))
+	assert.Equal(t, 4, v.Rows)
+	assert.Equal(t, 1, v.RowsOff)
+	assert.False(t, v.OK)
+	require.Len(t, v.Experiments, 2)
+	assert.Equal(t, "EXPERIMENTS.md section 1", v.Experiments[0].Source)
+	row := v.Experiments[1].Rows[0]
+	assert.Equal(t, "4k", row.Name)
+	assert.False(t, row.OK)
+	require.Len(t, row.Metrics, 3)
+	assert.Equal(t, "read_mibs", row.Metrics[0].Name)
+	assert.InDelta(t, 0.3, row.Metrics[0].Error, 1e-12)
+	assert.False(t, row.Metrics[0].OK)
+	assert.True(t, row.Metrics[1].OK)
+	assert.Equal(t, map[string]string{"BS": "4k"}, v.Experiments[0].Rows[0].Env)
+}

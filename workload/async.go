@@ -1,0 +1,389 @@
+package workload
+
+import (
+	"time"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/fsmodel"
+	"github.com/blksim/blksim/sim"
+)
+
+// This file is fio's IO loop for the asynchronous engines libaio and
+// io_uring (fio backend.c do_io, wait_for_completions; io_u.c
+// io_u_queued_complete; ioengines.c td_io_queue, td_io_getevents; engines/
+// libaio.c and io_uring.c), on top of the kernel side that the aioContext
+// also holds: the completion ring of the job's AIO context or io_uring.
+//
+// One job is one task. It prepares IOs (fio's io_u) while it has free
+// units, submits them iodepth_batch_submit at a time in one system call,
+// and reaps completions when all iodepth units are in use: it waits for at
+// least iodepth_batch_complete_min and takes up to
+// iodepth_batch_complete_max, and repeats until no more than iodepth_low
+// are in use. The latencies are fio's: slat from preparing an IO to the
+// return of the call that submitted it, clat from there to the return of
+// the call that reaped its completion, lat the sum.
+//
+// CPU costs, per system call: io_submit and io_uring_enter charge the
+// host's syscall cost once per batch, and each IO in it the direct-IO
+// submission costs (fsmodel.File.DirectAIO). libaio reaps with
+// io_getevents, one syscall per reap; io_uring reaps from its completion
+// queue in user space and enters the kernel only to wait. Each reaped IO
+// costs the direct-IO completion time.
+
+// aioPlugThreshold is the number of iocbs above which io_submit and
+// io_uring_enter submit under one block plug (fs/aio.c AIO_PLUG_THRESHOLD,
+// io_uring's IO_PLUG_THRESHOLD): smaller batches go through each direct
+// IO's own plug.
+const aioPlugThreshold = 2
+
+// ioUnit is one of an asynchronous job's iodepth IO units (fio's io_u).
+type ioUnit struct {
+	cb    fsmodel.IOCB
+	ctx   *aioContext
+	dir   blockdev.Op
+	off   int64
+	bs    int64
+	stamp blockdev.Stamp
+	start sim.Time // prepared (fio's start_time)
+	issue sim.Time // the call that submitted it returned (fio's issue_time)
+}
+
+// AIODone puts the completed unit on the completion ring.
+func (u *ioUnit) AIODone(*fsmodel.IOCB) { u.ctx.completed(u) }
+
+// unitRing is a FIFO of completed units with a fixed capacity.
+type unitRing struct {
+	buf  []*ioUnit
+	head int
+	n    int
+}
+
+func (r *unitRing) push(u *ioUnit) {
+	r.buf[(r.head+r.n)%len(r.buf)] = u
+	r.n++
+}
+
+func (r *unitRing) pop() *ioUnit {
+	u := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return u
+}
+
+// aioContext is an asynchronous job's state: fio's io_u lists and counts,
+// and the kernel's completion ring and the wait on it.
+type aioContext struct {
+	j         *job
+	t         *sim.Task
+	fs        *fsmodel.FS
+	uring     bool
+	costs     fsmodel.Costs
+	statsFrom sim.Time
+
+	free   []*ioUnit // fio's io_u_freelist
+	queued []*ioUnit // prepared, not yet submitted
+	ring   unitRing  // completed, not yet reaped
+	reaped []*ioUnit // scratch for one reap
+	// inFlight counts submitted IOs that have not completed; curDepth
+	// counts units not on the free list (fio's cur_depth).
+	inFlight int
+	curDepth int
+	// need is the ring length the sleeping task waits for (0: it does
+	// not wait).
+	need   int
+	wq     sim.WaitQueue
+	failed bool
+}
+
+func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *aioContext {
+	s := j.spec
+	a := &aioContext{j: j, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom}
+	units := make([]ioUnit, s.IODepth)
+	a.free = make([]*ioUnit, 0, s.IODepth)
+	for i := len(units) - 1; i >= 0; i-- {
+		u := &units[i]
+		u.ctx = a
+		u.cb.Handler = u
+		a.free = append(a.free, u)
+	}
+	a.queued = make([]*ioUnit, 0, s.IODepth)
+	a.reaped = make([]*ioUnit, 0, s.IODepth)
+	a.ring.buf = make([]*ioUnit, s.IODepth)
+	return a
+}
+
+// completed is the kernel's completion of u (aio_complete, or a CQE
+// posted): it joins the ring, and the task is woken when the ring holds
+// what it waits for.
+func (a *aioContext) completed(u *ioUnit) {
+	a.inFlight--
+	a.ring.push(u)
+	if a.need > 0 && a.ring.n >= a.need {
+		a.need = 0
+		a.wq.WakeOne()
+	}
+}
+
+// runAsync is the job's simulated thread for an asynchronous engine.
+func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS, start sim.Time, opt RunOptions) {
+	s := j.spec
+	statsFrom := start + sim.Time(s.RampTime)
+	var deadline sim.Time = -1
+	if s.Runtime > 0 {
+		deadline = statsFrom + sim.Time(s.Runtime)
+	}
+	a := newAIOContext(j, t, fsys, statsFrom)
+	polling := s.IODepthBatchCompleteMin == 0 && s.IODepthBatchCompleteMax == 0
+	var issued int64
+	for !a.failed {
+		now := t.Now() + sim.Time(t.Owed())
+		if deadline >= 0 && now >= deadline {
+			break
+		}
+		if !s.TimeBased && issued >= s.Size && now >= statsFrom {
+			break
+		}
+		// get_io_u: a free unit, its direction, offset and data.
+		u := a.free[len(a.free)-1]
+		a.free = a.free[:len(a.free)-1]
+		a.curDepth++
+		u.dir = j.pickDir()
+		u.bs = s.BS[u.dir]
+		u.off = j.nextOffset(u.dir, u.bs)
+		if u.dir == blockdev.OpWrite {
+			j.stamp.Seq++
+			u.stamp = j.stamp
+		}
+		t.Charge(opt.AppPerIO)
+		u.start = t.Now() + sim.Time(t.Owed())
+		// td_io_queue: the engine queues it; a full batch is submitted.
+		a.queued = append(a.queued, u)
+		issued += u.bs
+		if len(a.queued) >= s.IODepthBatchSubmit {
+			a.commit()
+		}
+		if a.failed {
+			break
+		}
+		if full := len(a.free) == 0; full || polling {
+			a.waitForCompletions(full)
+		}
+	}
+	// Reap everything still queued or in flight (fio does this after its
+	// loop, also after an error).
+	if a.curDepth > 0 {
+		a.queuedComplete(a.curDepth)
+	}
+	t.Flush()
+	if t.Now() > statsFrom {
+		j.res.Runtime = int64(t.Now() - statsFrom)
+	}
+}
+
+// commit submits the queued units in one system call (io_submit, or
+// io_uring_enter), under one plug when there are more than
+// aioPlugThreshold. An IO that cannot be submitted fails the job; it and
+// the units after it go back to the free list.
+func (a *aioContext) commit() {
+	n := len(a.queued)
+	if n == 0 {
+		return
+	}
+	t := a.t
+	sys := a.costs.Syscall
+	t.Charge(sys / 2)
+	var batch *fsmodel.Batch
+	if n > aioPlugThreshold {
+		batch = a.fs.StartBatch(t)
+	}
+	file := a.j.file
+	submitted := 0
+	for _, u := range a.queued {
+		var err error
+		if u.dir == blockdev.OpRead {
+			err = file.DirectAIO(t, blockdev.OpRead, u.off, u.bs, blockdev.Stamp{}, &u.cb)
+		} else {
+			err = file.DirectAIO(t, blockdev.OpWrite, u.off, u.bs, u.stamp, &u.cb)
+		}
+		if err != nil {
+			a.fail(err)
+			break
+		}
+		a.inFlight++
+		submitted++
+	}
+	if batch != nil {
+		batch.Finish()
+	}
+	t.Charge(sys - sys/2)
+	issue := t.Now() + sim.Time(t.Owed())
+	for i, u := range a.queued {
+		if i < submitted {
+			u.issue = issue
+		} else {
+			a.put(u)
+		}
+		a.queued[i] = nil
+	}
+	a.queued = a.queued[:0]
+}
+
+// waitForCompletions is fio's wait_for_completions: reap at least
+// iodepth_batch_complete_min (at least one when the queue is full or that
+// option is 0), and while the queue was full keep reaping until no more
+// than iodepth_low units are in use.
+func (a *aioContext) waitForCompletions(full bool) {
+	s := a.j.spec
+	minEvents := min(s.IODepthBatchCompleteMin, a.curDepth)
+	if full && minEvents == 0 || s.IODepthBatchCompleteMin == 0 {
+		minEvents = 1
+	}
+	for {
+		a.queuedComplete(minEvents)
+		if a.failed || !full || a.curDepth <= s.IODepthLow {
+			return
+		}
+	}
+}
+
+// queuedComplete is fio's io_u_queued_complete and td_io_getevents: submit
+// what is queued if it will wait, reap between minEvents and
+// iodepth_batch_complete_max completions, and account them.
+func (a *aioContext) queuedComplete(minEvents int) {
+	s := a.j.spec
+	minEvents = min(minEvents, a.curDepth)
+	if minEvents > 0 && len(a.queued) > 0 {
+		a.commit()
+		// A failed submission returned units: wait for no more than
+		// can complete.
+		minEvents = min(minEvents, a.curDepth)
+	}
+	maxEvents := min(s.IODepthBatchCompleteMax, a.curDepth)
+	maxEvents = max(maxEvents, minEvents)
+	if maxEvents == 0 {
+		return
+	}
+	if a.uring {
+		a.getEventsURing(minEvents, maxEvents)
+	} else {
+		a.getEventsLibaio(minEvents, maxEvents)
+	}
+	t := a.t
+	now := t.Now() + sim.Time(t.Owed())
+	for i, u := range a.reaped {
+		a.account(u, now)
+		a.put(u)
+		a.reaped[i] = nil
+	}
+	a.reaped = a.reaped[:0]
+}
+
+// getEventsLibaio is fio's libaio getevents: io_getevents(min, max) system
+// calls until minEvents are reaped. With iodepth_batch_complete_min=0 the
+// calls do not wait (fio then polls).
+func (a *aioContext) getEventsLibaio(minEvents, maxEvents int) {
+	t := a.t
+	sys := a.costs.Syscall
+	waitFor := minEvents
+	if a.j.spec.IODepthBatchCompleteMin == 0 {
+		waitFor = 0
+	}
+	for {
+		t.Charge(sys / 2)
+		a.wait(waitFor)
+		r := a.take(maxEvents - len(a.reaped))
+		t.Charge(sys - sys/2)
+		waitFor = max(waitFor-r, 0)
+		if len(a.reaped) >= minEvents {
+			return
+		}
+	}
+}
+
+// getEventsURing is fio's io_uring getevents: reap the completion queue in
+// user space, and enter the kernel (io_uring_enter with GETEVENTS) only to
+// wait for the rest. With iodepth_batch_complete_min=0 the entries do not
+// wait (fio then polls).
+func (a *aioContext) getEventsURing(minEvents, maxEvents int) {
+	t := a.t
+	sys := a.costs.Syscall
+	waitFor := minEvents
+	if a.j.spec.IODepthBatchCompleteMin == 0 {
+		waitFor = 0
+	}
+	for {
+		t.Flush() // look at the ring when the task gets there
+		r := a.take(maxEvents - len(a.reaped))
+		waitFor = max(waitFor-r, 0)
+		if len(a.reaped) >= minEvents {
+			return
+		}
+		if r > 0 {
+			continue
+		}
+		t.Charge(sys / 2)
+		a.wait(waitFor)
+		t.Charge(sys - sys/2)
+	}
+}
+
+// wait runs t's charged CPU time, then sleeps until the ring holds at
+// least n completions.
+func (a *aioContext) wait(n int) {
+	t := a.t
+	t.Flush()
+	for a.ring.n < n {
+		a.need = n
+		a.wq.Wait(t)
+	}
+}
+
+// take moves up to n completions from the ring to the reaped list,
+// charging each one's completion work, and returns how many it moved.
+func (a *aioContext) take(n int) int {
+	n = min(n, a.ring.n)
+	for range n {
+		a.reaped = append(a.reaped, a.ring.pop())
+	}
+	a.t.Charge(a.costs.DIOComplete * time.Duration(n))
+	return n
+}
+
+// account records a reaped unit in the job's statistics at reap time now,
+// or fails the job if the IO failed.
+func (a *aioContext) account(u *ioUnit, now sim.Time) {
+	j := a.j
+	if u.cb.Err != nil {
+		a.fail(u.cb.Err)
+		return
+	}
+	if u.start < a.statsFrom {
+		return
+	}
+	d := &j.res.Read
+	if u.dir == blockdev.OpWrite {
+		d = &j.res.Write
+	}
+	d.IOs++
+	d.Bytes += uint64(u.bs)
+	d.Slat.Record(int64(u.issue - u.start))
+	d.Clat.Record(int64(now - u.issue))
+	d.Lat.Record(int64(now - u.start))
+}
+
+// fail records the job's first error and stops it issuing IO.
+func (a *aioContext) fail(err error) {
+	if a.failed {
+		return
+	}
+	a.failed = true
+	a.j.res.Error = errnoOf(err)
+	a.j.res.ErrorMsg = err.Error()
+}
+
+// put returns a unit to the free list.
+func (a *aioContext) put(u *ioUnit) {
+	a.free = append(a.free, u)
+	a.curDepth--
+}
