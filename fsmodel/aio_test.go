@@ -16,13 +16,11 @@ import (
 // aioWaiter is an IOCB handler that records completions and wakes a task
 // waiting for all of them.
 type aioWaiter struct {
-	done    int
-	want    int
-	at      []time.Duration
-	errs    []error
-	wq      sim.WaitQueue
-	calls   int
-	lastErr error
+	done int
+	want int
+	at   []time.Duration
+	errs []error
+	wq   sim.WaitQueue
 }
 
 func (w *aioWaiter) AIODone(cb *IOCB) {

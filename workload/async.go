@@ -29,6 +29,10 @@ import (
 // io_getevents, one syscall per reap; io_uring reaps from its completion
 // queue in user space and enters the kernel only to wait. Each reaped IO
 // costs the direct-IO completion time.
+//
+// Not modelled: io_uring's non-blocking first attempt (IOCB_NOWAIT) and
+// its punting to io-wq workers when the inode lock is contended; both
+// engines block in the submitting call, as io_submit does.
 
 // aioPlugThreshold is the number of iocbs above which io_submit and
 // io_uring_enter submit under one block plug (fs/aio.c AIO_PLUG_THRESHOLD,
@@ -75,6 +79,7 @@ func (r *unitRing) pop() *ioUnit {
 // and the kernel's completion ring and the wait on it.
 type aioContext struct {
 	j         *job
+	depths    JobSpec // the job's spec with fio's depth fixups applied
 	t         *sim.Task
 	fs        *fsmodel.FS
 	uring     bool
@@ -85,9 +90,8 @@ type aioContext struct {
 	queued []*ioUnit // prepared, not yet submitted
 	ring   unitRing  // completed, not yet reaped
 	reaped []*ioUnit // scratch for one reap
-	// inFlight counts submitted IOs that have not completed; curDepth
-	// counts units not on the free list (fio's cur_depth).
-	inFlight int
+	// curDepth counts units not on the free list (fio's cur_depth):
+	// queued, in flight or completed and not yet reaped.
 	curDepth int
 	// need is the ring length the sleeping task waits for (0: it does
 	// not wait).
@@ -97,8 +101,11 @@ type aioContext struct {
 }
 
 func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *aioContext {
-	s := j.spec
-	a := &aioContext{j: j, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom}
+	// The parser has applied fio's fixups; a JobSpec built in code may
+	// not have (its zero batch sizes mean iodepth, as in fio).
+	s := *j.spec
+	fixupDepths(&s)
+	a := &aioContext{j: j, depths: s, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom}
 	units := make([]ioUnit, s.IODepth)
 	a.free = make([]*ioUnit, 0, s.IODepth)
 	for i := len(units) - 1; i >= 0; i-- {
@@ -117,7 +124,6 @@ func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *a
 // posted): it joins the ring, and the task is woken when the ring holds
 // what it waits for.
 func (a *aioContext) completed(u *ioUnit) {
-	a.inFlight--
 	a.ring.push(u)
 	if a.need > 0 && a.ring.n >= a.need {
 		a.need = 0
@@ -134,7 +140,8 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS, start sim.Time, opt RunOpt
 		deadline = statsFrom + sim.Time(s.Runtime)
 	}
 	a := newAIOContext(j, t, fsys, statsFrom)
-	polling := s.IODepthBatchCompleteMin == 0 && s.IODepthBatchCompleteMax == 0
+	d := &a.depths
+	polling := d.IODepthBatchCompleteMin == 0 && d.IODepthBatchCompleteMax == 0
 	var issued int64
 	for !a.failed {
 		now := t.Now() + sim.Time(t.Owed())
@@ -160,7 +167,7 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS, start sim.Time, opt RunOpt
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)
 		issued += u.bs
-		if len(a.queued) >= s.IODepthBatchSubmit {
+		if len(a.queued) >= d.IODepthBatchSubmit {
 			a.commit()
 		}
 		if a.failed {
@@ -210,7 +217,6 @@ func (a *aioContext) commit() {
 			a.fail(err)
 			break
 		}
-		a.inFlight++
 		submitted++
 	}
 	if batch != nil {
@@ -234,7 +240,7 @@ func (a *aioContext) commit() {
 // option is 0), and while the queue was full keep reaping until no more
 // than iodepth_low units are in use.
 func (a *aioContext) waitForCompletions(full bool) {
-	s := a.j.spec
+	s := &a.depths
 	minEvents := min(s.IODepthBatchCompleteMin, a.curDepth)
 	if full && minEvents == 0 || s.IODepthBatchCompleteMin == 0 {
 		minEvents = 1
@@ -251,7 +257,7 @@ func (a *aioContext) waitForCompletions(full bool) {
 // what is queued if it will wait, reap between minEvents and
 // iodepth_batch_complete_max completions, and account them.
 func (a *aioContext) queuedComplete(minEvents int) {
-	s := a.j.spec
+	s := &a.depths
 	minEvents = min(minEvents, a.curDepth)
 	if minEvents > 0 && len(a.queued) > 0 {
 		a.commit()
@@ -286,7 +292,7 @@ func (a *aioContext) getEventsLibaio(minEvents, maxEvents int) {
 	t := a.t
 	sys := a.costs.Syscall
 	waitFor := minEvents
-	if a.j.spec.IODepthBatchCompleteMin == 0 {
+	if a.depths.IODepthBatchCompleteMin == 0 {
 		waitFor = 0
 	}
 	for {
@@ -309,7 +315,7 @@ func (a *aioContext) getEventsURing(minEvents, maxEvents int) {
 	t := a.t
 	sys := a.costs.Syscall
 	waitFor := minEvents
-	if a.j.spec.IODepthBatchCompleteMin == 0 {
+	if a.depths.IODepthBatchCompleteMin == 0 {
 		waitFor = 0
 	}
 	for {

@@ -44,6 +44,7 @@ func TestParseDefaults(t *testing.T) {
 		Name: "job", File: "test.fio", Line: 1,
 		RW: RWRead, RWMixRead: 50, BS: [2]int64{4096, 4096},
 		NumJobs: 1, IOEngine: "psync", IODepth: 1, RandSeed: 0x89,
+		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1,
 	}
 	assert.Equal(t, want, js)
 }
@@ -78,8 +79,28 @@ name=renamed
 		IOEngine: "sync", IODepth: 1, Direct: true,
 		Runtime: 30 * time.Second, TimeBased: true, RampTime: 2 * time.Second,
 		RandSeed: 1234, RandSeedSet: true, GroupReporting: true,
+		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1,
 	}
 	assert.Equal(t, want, js)
+
+	src = `[global]
+ioengine=libaio
+iodepth=64
+[aio]
+iodepth_batch_submit=16
+iodepth_batch_complete_min=4
+iodepth_batch_complete_max=32
+iodepth_low=8
+`
+	js = parseOne(t, src)
+	assert.Equal(t, "libaio", js.IOEngine)
+	assert.Equal(t, [5]int{64, 16, 4, 32, 8}, depths(js))
+}
+
+// depths returns iodepth, iodepth_batch_submit, iodepth_batch_complete_min,
+// iodepth_batch_complete_max and iodepth_low.
+func depths(js JobSpec) [5]int {
+	return [5]int{js.IODepth, js.IODepthBatchSubmit, js.IODepthBatchCompleteMin, js.IODepthBatchCompleteMax, js.IODepthLow}
 }
 
 func TestParseAliases(t *testing.T) {
@@ -87,6 +108,9 @@ func TestParseAliases(t *testing.T) {
 	assert.Equal(t, RWRandWrite, js.RW)
 	assert.Equal(t, [2]int64{8192, 8192}, js.BS)
 	assert.Equal(t, 5*time.Minute, js.Runtime)
+
+	js = parseOne(t, "[j]\nioengine=io_uring\niodepth=32\niodepth_batch=8\niodepth_batch_complete=2\n")
+	assert.Equal(t, [5]int{32, 8, 2, 2, 32}, depths(js))
 }
 
 func TestParseInheritance(t *testing.T) {
@@ -259,16 +283,51 @@ func TestParseLineSyntax(t *testing.T) {
 }
 
 func TestParseIODepth(t *testing.T) {
-	// fio ignores iodepth for synchronous engines, the only ones blksim
-	// models, whatever the order of the options.
+	// fio ignores iodepth for synchronous engines, whatever the order of
+	// the options; the batching options follow iodepth=1.
 	for _, src := range []string{
 		"[j]\niodepth=32\n",
 		"[j]\nioengine=sync\niodepth=32\n",
 		"[global]\niodepth=64\n[j]\nioengine=pvsync\n",
 		"[global]\nioengine=psync\n[j]\niodepth=8\n",
+		"[j]\nioengine=libaio\niodepth=8\nioengine=psync\niodepth_batch=4\niodepth_low=2\n",
 	} {
 		js := parseOne(t, src)
-		assert.Equal(t, 1, js.IODepth, src)
+		assert.Equal(t, [5]int{1, 1, 1, 1, 1}, depths(js), src)
+	}
+}
+
+// The asynchronous engines keep iodepth; the batching options take fio's
+// defaults and fixups (init.c fixup_options).
+func TestParseAsyncDepths(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want [5]int // iodepth, batch_submit, complete_min, complete_max, low
+	}{
+		// fio's defaults: submit each IO at once, reap at least 1 and at
+		// most iodepth_batch_complete_min, keep the queue full.
+		{"[j]\nioengine=libaio\n", [5]int{1, 1, 1, 1, 1}},
+		{"[j]\nioengine=libaio\niodepth=32\n", [5]int{32, 1, 1, 1, 32}},
+		{"[j]\nioengine=io_uring\niodepth=1k\n", [5]int{1024, 1, 1, 1, 1024}},
+		// iodepth_batch 0, or above iodepth, is iodepth.
+		{"[j]\nioengine=libaio\niodepth=32\niodepth_batch_submit=0\n", [5]int{32, 32, 1, 1, 32}},
+		{"[j]\nioengine=libaio\niodepth=32\niodepth_batch_submit=64\n", [5]int{32, 32, 1, 1, 32}},
+		// complete_max below complete_min is complete_min; min may exceed
+		// iodepth (fio clamps it to the depth in use when it reaps).
+		{"[j]\nioengine=libaio\niodepth=32\niodepth_batch_complete_min=8\niodepth_batch_complete_max=4\n", [5]int{32, 1, 8, 8, 32}},
+		{"[j]\nioengine=libaio\niodepth=4\niodepth_batch_complete_min=16\n", [5]int{4, 1, 16, 16, 4}},
+		{"[j]\nioengine=libaio\niodepth=32\niodepth_batch_complete_max=32\n", [5]int{32, 1, 1, 32, 32}},
+		// Polling: both 0.
+		{"[j]\nioengine=io_uring\niodepth=8\niodepth_batch_complete_min=0\n", [5]int{8, 1, 0, 0, 8}},
+		// iodepth_low 0, or above iodepth, is iodepth.
+		{"[j]\nioengine=libaio\niodepth=16\niodepth_low=4\n", [5]int{16, 1, 1, 1, 4}},
+		{"[j]\nioengine=libaio\niodepth=16\niodepth_low=0\n", [5]int{16, 1, 1, 1, 16}},
+		{"[j]\nioengine=libaio\niodepth=16\niodepth_low=17\n", [5]int{16, 1, 1, 1, 16}},
+		// [global] options are fixed up against each job's own iodepth.
+		{"[global]\nioengine=libaio\niodepth_batch=16\niodepth_low=8\n[j]\niodepth=4\n", [5]int{4, 4, 1, 1, 4}},
+	} {
+		js := parseOne(t, tc.src)
+		assert.Equal(t, tc.want, depths(js), tc.src)
 	}
 }
 
@@ -531,11 +590,17 @@ func TestParseErrors(t *testing.T) {
 		{"filename empty", "[j]\nfilename=\n", ErrBadValue, 2, "filename", "a value is required"},
 		{"name empty", "[j]\nname=\n", ErrBadValue, 2, "name", "a value is required"},
 		{"ioengine empty", "[j]\nioengine=\n", ErrBadValue, 2, "ioengine", "a value is required"},
+		{"iodepth_batch negative", "[j]\nioengine=libaio\niodepth_batch=-1\n", ErrBadValue, 3, "iodepth_batch", "must not be negative"},
+		{"iodepth_batch_submit junk", "[j]\niodepth_batch_submit=many\n", ErrBadValue, 2, "iodepth_batch_submit", `bad value "many"`},
+		{"iodepth_batch_complete_min bare", "[j]\niodepth_batch_complete_min\n", ErrBadValue, 2, "iodepth_batch_complete_min", "a value is required"},
+		{"iodepth_batch_complete alias", "[j]\niodepth_batch_complete=1x\n", ErrBadValue, 2, "iodepth_batch_complete", "unknown size suffix"},
+		{"iodepth_batch_complete_max huge", "[global]\n[j]\niodepth_batch_complete_max=1t\n", ErrBadValue, 3, "iodepth_batch_complete_max", "integer >= 0"},
+		{"iodepth_low negative", "[j]\niodepth_low=-4\n", ErrBadValue, 2, "iodepth_low", "must not be negative"},
 
 		// Not modelled.
-		{"libaio", "[global]\nioengine=libaio\n[j]\n", ErrNotModelled, 2, "ioengine", `ioengine "libaio" is not modelled by blksim`},
-		{"io_uring", "[j]\nioengine=io_uring\n", ErrNotModelled, 2, "ioengine", `ioengine "io_uring" is not modelled by blksim`},
-		{"posixaio", "[j]\nioengine=posixaio\n", ErrNotModelled, 2, "ioengine", `ioengine "posixaio" is not modelled`},
+		{"posixaio", "[global]\nioengine=posixaio\n[j]\n", ErrNotModelled, 2, "ioengine", `ioengine "posixaio" is not modelled by blksim`},
+		{"io_uring spelling", "[j]\nioengine=iouring\n", ErrNotModelled, 2, "ioengine", `ioengine "iouring" is not modelled`},
+		{"engine names are case-sensitive", "[j]\nioengine=LIBAIO\n", ErrNotModelled, 2, "ioengine", `ioengine "LIBAIO" is not modelled`},
 		{"other engine", "[j]\nioengine=null\n", ErrNotModelled, 2, "ioengine", `ioengine "null" is not modelled`},
 		{"rw modifier", "[j]\nrw=randread:8\n", ErrNotModelled, 2, "rw", `rw modifier ":8"`},
 		{"rw modifier on sequential", "[j]\nrw=write:4k\n", ErrNotModelled, 2, "rw", `rw modifier ":4k"`},
@@ -574,7 +639,8 @@ func TestParseErrorFormat(t *testing.T) {
 		want string
 	}{
 		{"[j]\nbs=abc\n", `bad.fio:2: option "bs": bad value "abc": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
-		{"[j]\nioengine=libaio\n", `bad.fio:2: option "ioengine": ioengine "libaio" is not modelled by blksim (modelled: psync, sync, pvsync)`},
+		{"[j]\nioengine=posixaio\n", `bad.fio:2: option "ioengine": ioengine "posixaio" is not modelled by blksim (modelled: psync, sync, pvsync, libaio, io_uring)`},
+		{"[j]\nioengine=libaio\niodepth_batch=x\n", `bad.fio:3: option "iodepth_batch": bad value "x": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
 		{"[j]\n\nstonewall\n", `bad.fio:3: option "stonewall" is not modelled by blksim`},
 		{"[j\n", `bad.fio:1: syntax error: section header "[j" must end with "]"`},
 		{"bs=4k\n", `bad.fio:1: option "bs": syntax error: option outside of any section: add a [global] or [jobname] header above it`},
@@ -725,8 +791,9 @@ func TestParseFioExamplesPinned(t *testing.T) {
 		line   int
 		option string
 	}{
-		{file: "fio-seq-read.fio", kind: ErrNotModelled, line: 13, option: "ioengine"},
-		{file: "fio-rand-RW.fio", kind: ErrNotModelled, line: 17, option: "ioengine"},
+		{file: "fio-seq-read.fio"},
+		{file: "fio-rand-RW.fio"},
+		{file: "aio-read.fio", kind: ErrUnknownOption, line: 8, option: "directory"},
 	}
 	for _, tt := range tests {
 		path := filepath.Join(examplesDir, tt.file)

@@ -144,6 +144,8 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 		return at("time_based", "time_based needs a runtime")
 	case s.Size < minBS(s):
 		return at("size", fmt.Sprintf("size %d is smaller than the block size %d", s.Size, minBS(s)))
+	case asyncEngines[s.IOEngine] && s.IODepth < 1:
+		return at("iodepth", fmt.Sprintf("iodepth %d: at least 1 is needed", s.IODepth))
 	case s.IOEngine == "libaio" && s.IODepth > maxAIODepth:
 		return at("iodepth", fmt.Sprintf("iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth))
 	case s.IOEngine == "io_uring" && s.IODepth > maxURingDepth:

@@ -1,0 +1,335 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/stack"
+)
+
+// newStackWith builds the default stack with --set style overrides.
+func newStackWith(t *testing.T, seed uint64, sets ...string) *stack.Stack {
+	t.Helper()
+	cfg := stack.Default()
+	for _, s := range sets {
+		require.NoError(t, cfg.SetArg(s))
+	}
+	st, err := stack.Build(cfg, seed)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Engine.Close() })
+	return st
+}
+
+// runOn parses src and runs it on st with the stack's application cost.
+func runOn(t *testing.T, st *stack.Stack, src string) *Result {
+	t.Helper()
+	res, err := Run(st.Engine, st.FS, parseString(t, src), RunOptions{AppPerIO: st.AppPerIO})
+	require.NoError(t, err)
+	return res
+}
+
+// inFlightSampler records the queue's requests in flight every period
+// from from until until (simulated time from now).
+type inFlightSampler struct {
+	q       *blockdev.Queue
+	e       *sim.Engine
+	period  time.Duration
+	until   sim.Time
+	samples []int
+	// first and last are the queue's counters at the first and the last
+	// sample, at times t0 and t1.
+	first, last blockdev.DiskStats
+	t0, t1      sim.Time
+}
+
+func sampleInFlight(st *stack.Stack, from, until, period time.Duration) *inFlightSampler {
+	s := &inFlightSampler{q: st.Queue, e: st.Engine, period: period, until: st.Engine.Now() + sim.Time(until)}
+	st.Engine.After(from, s, 0)
+	return s
+}
+
+func (s *inFlightSampler) Fire(uint64) {
+	ds := s.q.Stats()
+	if len(s.samples) == 0 {
+		s.first, s.t0 = ds, s.e.Now()
+	}
+	s.last, s.t1 = ds, s.e.Now()
+	s.samples = append(s.samples, ds.InFlight)
+	if s.e.Now()+sim.Time(s.period) <= s.until {
+		s.e.After(s.period, s, 0)
+	}
+}
+
+// queueSize is the disk's average queue size (iostat's aqu-sz) between
+// the first and the last sample.
+func (s *inFlightSampler) queueSize() float64 {
+	return float64(s.last.TimeInQueue-s.first.TimeInQueue) / float64(s.t1-s.t0)
+}
+
+func (s *inFlightSampler) stats() (lo, hi int, mean float64) {
+	lo = s.samples[0]
+	sum := 0
+	for _, n := range s.samples {
+		lo, hi = min(lo, n), max(hi, n)
+		sum += n
+	}
+	return lo, hi, float64(sum) / float64(len(s.samples))
+}
+
+// On a device far slower than the host (2 ms reads), an async job keeps
+// iodepth IOs on the device: the queue holds iodepth requests nearly all
+// the time and never more.
+func TestAsyncKeepsIODepthInFlight(t *testing.T) {
+	for _, engine := range []string{"libaio", "io_uring"} {
+		for _, depth := range []int{8, 32} {
+			t.Run(fmt.Sprintf("%s/iodepth=%d", engine, depth), func(t *testing.T) {
+				st := newStackWith(t, 1, "device.read_time=2ms")
+				smp := sampleInFlight(st, 5*time.Millisecond, 50*time.Millisecond, 10*time.Microsecond)
+				res := runOn(t, st, fmt.Sprintf(`[j]
+ioengine=%s
+iodepth=%d
+rw=randread
+direct=1
+size=1g
+runtime=50ms
+time_based
+`, engine, depth))
+				j := onlyJob(t, res)
+				require.Zero(t, j.Error, j.ErrorMsg)
+				lo, hi, mean := smp.stats()
+				t.Logf("in flight: min %d max %d mean %.2f over %d samples, aqu-sz %.2f; %d IOs",
+					lo, hi, mean, len(smp.samples), smp.queueSize(), j.Read.IOs)
+				assert.Equal(t, depth, hi)
+				assert.Greater(t, mean, float64(depth)-0.3)
+				// The disk's own average queue size says the same: a
+				// request is missing only while the task turns a
+				// completion into the next IO (~15 us of 2 ms).
+				assert.InDelta(t, float64(depth), smp.queueSize(), 0.3)
+			})
+		}
+	}
+}
+
+// iodepth_low lets the queue drain to the low-water mark before fio fills
+// it again; iodepth_batch_complete_min=0 with no maximum is fio's polling
+// mode, which reaps after every IO and so keeps one IO in flight.
+func TestAsyncDepthOptionsShapeTheQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      string
+		loMax, hi int // largest allowed minimum, expected maximum
+	}{
+		{"iodepth_low", "iodepth=16\niodepth_low=4\n", 4, 16},
+		{"full", "iodepth=16\n", 16, 16},
+		{"polling", "iodepth=16\niodepth_batch_complete_min=0\n", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStackWith(t, 1, "device.read_time=2ms")
+			smp := sampleInFlight(st, 5*time.Millisecond, 50*time.Millisecond, 10*time.Microsecond)
+			res := runOn(t, st, "[j]\nioengine=libaio\nrw=randread\ndirect=1\nsize=1g\nruntime=50ms\ntime_based\n"+tc.opts)
+			j := onlyJob(t, res)
+			require.Zero(t, j.Error, j.ErrorMsg)
+			lo, hi, mean := smp.stats()
+			t.Logf("in flight: min %d max %d mean %.2f; %d IOs", lo, hi, mean, j.Read.IOs)
+			assert.LessOrEqual(t, lo, tc.loMax)
+			assert.Equal(t, tc.hi, hi)
+		})
+	}
+}
+
+// The acceptance check of the block-layer issue: sequential 4 KiB direct
+// writes submitted 32 at a time with libaio iodepth=32 merge in the
+// submitting task's plug into requests of max_sectors_kb. Submitted one
+// at a time (fio's default iodepth_batch_submit=1), they are not merged.
+func TestAsyncSequentialWritesMergeToMaxSectors(t *testing.T) {
+	const size = 64 << 20
+	for _, tc := range []struct {
+		engine, batch string
+		maxKB         int // 0: the P3600's 128
+		want          map[int64]uint64
+	}{
+		{"libaio", "iodepth_batch_submit=32\niodepth_batch_complete_max=32\n", 0, map[int64]uint64{128 << 10: size / (128 << 10)}},
+		{"io_uring", "iodepth_batch_submit=32\niodepth_batch_complete_max=32\n", 0, map[int64]uint64{128 << 10: size / (128 << 10)}},
+		{"libaio", "iodepth_batch_submit=32\niodepth_batch_complete_min=32\n", 64, map[int64]uint64{64 << 10: size / (64 << 10)}},
+		{"libaio", "", 0, map[int64]uint64{4 << 10: size / (4 << 10)}},
+	} {
+		t.Run(fmt.Sprintf("%s/max_sectors_kb=%d/%s", tc.engine, tc.maxKB, strings.ReplaceAll(tc.batch, "\n", ",")), func(t *testing.T) {
+			st := newStackWith(t, 1, fmt.Sprintf("queue.max_sectors_kb=%d", tc.maxKB))
+			res := runOn(t, st, fmt.Sprintf("[seq]\nioengine=%s\niodepth=32\nrw=write\nbs=4k\ndirect=1\nsize=%d\n%s", tc.engine, size, tc.batch))
+			j := onlyJob(t, res)
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, uint64(size), j.Write.Bytes)
+			ds := st.Queue.Stats()
+			assert.Equal(t, tc.want, ds.DispatchedSizes[blockdev.OpWrite])
+			assert.Equal(t, map[int64]uint64{4 << 10: size / (4 << 10)}, ds.QueuedSizes[blockdev.OpWrite])
+			t.Logf("%.0f MiB/s, write lat %.1f us", float64(j.Write.Bytes)/(float64(j.Runtime)/1e9)/(1<<20), j.Write.Lat.Mean()/1e3)
+		})
+	}
+}
+
+// fio's latencies for async engines: slat from preparing an IO to the
+// return of the call that submitted it, clat from there to the return of
+// the call that reaped it, lat = slat + clat for every IO. Sync engines
+// have no slat.
+func TestAsyncLatencies(t *testing.T) {
+	for _, engine := range []string{"libaio", "io_uring", "psync"} {
+		t.Run(engine, func(t *testing.T) {
+			st := newStack(t, 1)
+			res := runOn(t, st, "[j]\nioengine="+engine+"\niodepth=32\niodepth_batch_submit=8\nrw=randrw\ndirect=1\nsize=256m\nruntime=20ms\ntime_based\n")
+			j := onlyJob(t, res)
+			require.Zero(t, j.Error, j.ErrorMsg)
+			for _, d := range []*DirStats{&j.Read, &j.Write} {
+				require.NotZero(t, d.IOs)
+				assert.Equal(t, d.IOs, d.Clat.Count())
+				assert.Equal(t, d.IOs, d.Lat.Count())
+				if engine == "psync" {
+					assert.Zero(t, d.Slat.Count())
+					assert.Equal(t, d.Clat.Mean(), d.Lat.Mean())
+					continue
+				}
+				assert.Equal(t, d.IOs, d.Slat.Count())
+				assert.InDelta(t, d.Lat.Mean(), d.Slat.Mean()+d.Clat.Mean(), 1, "lat = slat + clat")
+				// Submitting costs a syscall and the direct-IO setup
+				// (2 + 1.5 + 0.04 + 2 us); the first IO of a batch of 8
+				// also waits for the other 7 to be prepared (1.5 us each).
+				assert.GreaterOrEqual(t, d.Slat.Min(), int64(5540))
+				assert.Greater(t, d.Slat.Max()-d.Slat.Min(), int64(7*1500))
+				assert.Greater(t, d.Clat.Min(), int64(0))
+			}
+			t.Logf("read: slat %.2f clat %.2f lat %.2f us, %d IOs", j.Read.Slat.Mean()/1e3, j.Read.Clat.Mean()/1e3, j.Read.Lat.Mean()/1e3, j.Read.IOs)
+		})
+	}
+}
+
+// Random 4 KiB reads on the P3600: an async engine at iodepth=32 keeps
+// the device's dies busy and reaches many times psync's QD1 IOPS;
+// io_uring, which reaps without a system call, beats libaio.
+func TestAsyncRandomReadIOPS(t *testing.T) {
+	iops := map[string]float64{}
+	for _, engine := range []string{"psync", "libaio", "io_uring"} {
+		st := newStack(t, 1)
+		res := runOn(t, st, "[j]\nioengine="+engine+"\niodepth=32\nrw=randread\nbs=4k\ndirect=1\nsize=10g\nruntime=50ms\ntime_based\n")
+		j := onlyJob(t, res)
+		require.Zero(t, j.Error, j.ErrorMsg)
+		iops[engine] = float64(j.Read.IOs) / (float64(j.Runtime) / 1e9)
+	}
+	t.Logf("IOPS: %v", iops)
+	assert.Greater(t, iops["libaio"], 8*iops["psync"])
+	assert.Greater(t, iops["io_uring"], 1.15*iops["libaio"])
+}
+
+// Async jobs stop as sync jobs do: after size bytes, or at the runtime of
+// a time-based job; ramp_time IOs are not counted.
+func TestAsyncStopConditions(t *testing.T) {
+	t.Run("size", func(t *testing.T) {
+		res, _ := runJobs(t, 1, "[j]\nioengine=libaio\niodepth=16\niodepth_batch=5\nrw=randwrite\nbs=8k\ndirect=1\nsize=4m\n", RunOptions{})
+		j := onlyJob(t, res)
+		assert.Equal(t, uint64(4<<20), j.Write.Bytes)
+		assert.Equal(t, uint64(512), j.Write.IOs)
+		assert.Zero(t, j.Read.IOs)
+	})
+	t.Run("size with a mix", func(t *testing.T) {
+		res, _ := runJobs(t, 1, "[j]\nioengine=io_uring\niodepth=7\nrw=randrw\nbs=4k,16k\ndirect=1\nsize=8m\n", RunOptions{})
+		j := onlyJob(t, res)
+		assert.GreaterOrEqual(t, j.Read.Bytes+j.Write.Bytes, uint64(8<<20))
+		assert.Less(t, j.Read.Bytes+j.Write.Bytes, uint64(8<<20+16<<10))
+	})
+	t.Run("time based", func(t *testing.T) {
+		res, _ := runJobs(t, 1, "[j]\nioengine=libaio\niodepth=32\nrw=randread\ndirect=1\nsize=64m\nruntime=30ms\nramp_time=5ms\ntime_based\n", RunOptions{})
+		j := onlyJob(t, res)
+		assert.GreaterOrEqual(t, j.Runtime, int64(30*time.Millisecond))
+		assert.Less(t, j.Runtime, int64(31*time.Millisecond), "the IOs in flight at the deadline drain quickly")
+		iops := float64(j.Read.IOs) / (float64(j.Runtime) / 1e9)
+		assert.Greater(t, iops, 50000.0)
+	})
+}
+
+func TestAsyncJobErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, option, msg string
+	}{
+		{"buffered", "[j]\nioengine=libaio\niodepth=8\nsize=1m\n", "direct", "buffered IO is not modelled"},
+		{"buffered io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\n", "direct", "buffered IO is not modelled"},
+		{"libaio depth", "[j]\nioengine=libaio\niodepth=65537\ndirect=1\nsize=1m\n", "iodepth", "aio-max-nr"},
+		{"io_uring depth", "[j]\nioengine=io_uring\niodepth=32769\ndirect=1\nsize=1m\n", "iodepth", "ring entries"},
+		{"misaligned", "[j]\nioengine=libaio\nbs=1000\ndirect=1\nsize=1m\n", "bs", "EINVAL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			_, err := Run(st.Engine, st.FS, parseString(t, tc.src), RunOptions{})
+			require.ErrorIs(t, err, ErrJob)
+			assert.ErrorContains(t, err, fmt.Sprintf("test.fio:1: option %q", tc.option))
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+// AIO holds the inode lock only while submitting: with ext4's parallel DIO
+// reads (shared across the IO when synchronous) and DIO_LOCKING writes
+// (exclusive across the IO) the longest hold is a submission, not a device
+// read.
+func TestAsyncLockHeldOnlyForSubmission(t *testing.T) {
+	for _, engine := range []string{"psync", "libaio"} {
+		t.Run(engine, func(t *testing.T) {
+			st := newStack(t, 1)
+			res := runOn(t, st, "[j]\nioengine="+engine+"\niodepth=16\nnumjobs=4\nfilename=shared\nrw=randrw\ndirect=1\nsize=64m\nruntime=20ms\ntime_based\n")
+			for _, j := range allJobs(res) {
+				require.Zero(t, j.Error, j.ErrorMsg)
+			}
+			ls := openExisting(t, st.FS, "shared").Inode().Lock.Stats()
+			t.Logf("write hold max %v, read hold max %v", ls.Write.HoldMax, ls.Read.HoldMax)
+			if engine == "psync" {
+				assert.Greater(t, ls.Read.HoldMax, 70*time.Microsecond, "the P3600's read_time")
+				return
+			}
+			assert.Less(t, ls.Write.HoldMax, 10*time.Microsecond)
+			assert.Less(t, ls.Read.HoldMax, 10*time.Microsecond)
+		})
+	}
+}
+
+// Same seed, same results; another seed, other results.
+func TestAsyncDeterministic(t *testing.T) {
+	src := "[j]\nioengine=libaio\niodepth=24\niodepth_batch=4\niodepth_batch_complete_max=8\nnumjobs=3\nrw=randrw\ndirect=1\nsize=64m\nruntime=10ms\ntime_based\n"
+	key := func(seed uint64) string {
+		st := newStack(t, seed)
+		res := runOn(t, st, src)
+		var b strings.Builder
+		for _, j := range allJobs(res) {
+			fmt.Fprintln(&b, j.Read.IOs, j.Write.IOs, j.Read.Lat.Mean(), j.Write.Slat.Mean(), j.Write.Clat.Max(), j.Runtime)
+		}
+		fmt.Fprintln(&b, res.Engine.Events)
+		return b.String()
+	}
+	a, b, c := key(5), key(5), key(6)
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, c)
+}
+
+// A JobSpec built in code gets fio's meaning for zero batching options
+// (iodepth_batch_submit and iodepth_low 0 mean iodepth); a zero iodepth is
+// an error.
+func TestAsyncSpecBuiltInCode(t *testing.T) {
+	spec := JobSpec{Name: "code", File: "code.go", Line: 7, RW: RWRandRead, BS: [2]int64{4096, 4096},
+		Size: 1 << 20, NumJobs: 1, IOEngine: "io_uring", IODepth: 8, Direct: true,
+		IODepthBatchCompleteMin: 1, RandSeed: DefaultRandSeed}
+	st := newStack(t, 1)
+	res, err := Run(st.Engine, st.FS, []JobSpec{spec}, RunOptions{})
+	require.NoError(t, err)
+	j := onlyJob(t, res)
+	require.Zero(t, j.Error, j.ErrorMsg)
+	assert.Equal(t, uint64(256), j.Read.IOs)
+
+	spec.IODepth = 0
+	st = newStack(t, 1)
+	_, err = Run(st.Engine, st.FS, []JobSpec{spec}, RunOptions{})
+	require.ErrorIs(t, err, ErrJob)
+	assert.ErrorContains(t, err, `code.go:7: option "iodepth"`)
+}
