@@ -27,21 +27,42 @@ func profile(kvs ...string) map[string]ProfileValue {
 var conformanceDevices = []struct {
 	name    string
 	profile []string
+	// discards marks a device that keeps no data (null_blk without
+	// memory_backed): it departs from the contract's read-back clause.
+	discards bool
 }{
-	{"memory", []string{"kind=memory", "capacity=64m", "latency=20us", "mbps=2000"}},
-	{"memory-4k", []string{"kind=memory", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024", "queue_depth=32", "latency=5us"}},
+	{"memory", []string{"kind=memory", "capacity=64m", "latency=20us", "mbps=2000"}, false},
+	{"memory-4k", []string{"kind=memory", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024", "queue_depth=32", "latency=5us"}, false},
 	{"nvme", []string{"kind=nvme", "capacity=64m", "logical_block_size=512", "max_hw_sectors_kb=1024",
 		"queue_depth=128", "channels=4", "dies_per_channel=2", "page_size=16k", "planes=2",
 		"read_time=50us", "program_time=1ms", "channel_mbps=1024", "host_mbps=4096",
-		"read_overhead=5us", "write_overhead=2us", "write_buffer=4m"}},
+		"read_overhead=5us", "write_overhead=2us", "write_buffer=4m"}, false},
 	{"nvme-program-queue", []string{"kind=nvme", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024",
 		"queue_depth=64", "channels=2", "dies_per_channel=1", "page_size=4k", "planes=1",
 		"read_time=30us", "program_time=300us", "channel_mbps=800", "host_mbps=3000",
-		"read_overhead=3us", "write_overhead=1us", "write_buffer=1m", "program_queue=1"}},
+		"read_overhead=3us", "write_overhead=1us", "write_buffer=1m", "program_queue=1"}, false},
 	{"nvme-stream", []string{"kind=nvme", "capacity=64m", "max_hw_sectors_kb=1024", "logical_block_size=512",
 		"queue_depth=128", "channels=4", "dies_per_channel=2", "page_size=16k", "planes=2",
 		"read_time=50us", "program_time=1ms", "channel_mbps=1024", "host_mbps=4096",
-		"read_overhead=5us", "write_overhead=2us", "write_buffer=1m", "stream_min=64k"}},
+		"read_overhead=5us", "write_overhead=2us", "write_buffer=1m", "stream_min=64k"}, false},
+	{"ufs", []string{"kind=ufs", "capacity=64m", "max_hw_sectors_kb=1024", "channels=2", "dies_per_channel=2",
+		"page_size=16k", "planes=2", "read_time=80us", "program_time=900us", "channel_mbps=400",
+		"read_overhead=10us", "write_overhead=10us", "command_time=20us", "write_buffer=1m"}, false},
+	{"sata-ssd", []string{"kind=sata-ssd", "capacity=64m", "max_hw_sectors_kb=1024", "channels=4", "dies_per_channel=2",
+		"page_size=16k", "planes=2", "read_time=60us", "program_time=1ms", "channel_mbps=400",
+		"read_overhead=15us", "write_overhead=15us", "command_time=11us", "write_buffer=2m", "stream_min=512k"}, false},
+	{"hdd", []string{"kind=hdd", "capacity=64m", "max_hw_sectors_kb=1024", "rpm=7200", "track_to_track=1ms",
+		"average_seek=8.5ms", "full_stroke=18ms", "outer_mbps=200", "inner_mbps=100", "command_overhead=50us"}, false},
+	{"hdd-fifo-no-cache-4kn", []string{"kind=hdd", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024",
+		"queue_depth=8", "ncq=false", "write_cache=false", "readahead=0", "rpm=5400", "track_to_track=2ms",
+		"average_seek=12ms", "full_stroke=25ms", "outer_mbps=120", "inner_mbps=60"}, false},
+	{"hdd-small-cache", []string{"kind=hdd", "capacity=64m", "max_hw_sectors_kb=1024", "rpm=15000", "track_to_track=200us",
+		"average_seek=3ms", "full_stroke=7ms", "outer_mbps=250", "inner_mbps=250", "write_cache_size=1m",
+		"readahead=64k", "cache_segments=2", "host_mbps=600"}, false},
+	{"null", []string{"kind=null", "capacity=64m", "max_hw_sectors_kb=1024", "memory_backed=true"}, false},
+	{"null-4k-throttled", []string{"kind=null", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024",
+		"submit_queues=2", "hw_queue_depth=16", "completion_nsec=2000", "mbps=2000", "memory_backed=true"}, false},
+	{"null-discarding", []string{"kind=null", "capacity=64m", "max_hw_sectors_kb=1024"}, true},
 }
 
 // stamper is what every device implementation offers for verification.
@@ -155,9 +176,25 @@ func TestDeviceConformance(t *testing.T) {
 				assert.Positive(t, c.dev.Capacity())
 				assert.Zero(t, c.dev.Capacity()%int64(c.lim.LogicalBlockSize))
 				assert.NotEmpty(t, c.dev.Name())
-				_, ok := c.dev.(stamper)
-				assert.True(t, ok, "%T keeps stamps", c.dev)
+				st, ok := c.dev.(stamper)
+				require.True(t, ok, "%T offers its stamps", c.dev)
+				if dc.discards {
+					assert.Nil(t, st.Stamps(), "a discarding device keeps no stamps")
+				} else {
+					assert.NotNil(t, st.Stamps())
+				}
 			})
+			if dc.discards {
+				t.Run("DiscardsData", func(t *testing.T) {
+					c := newConformer(t, dc.profile)
+					lbs := int64(c.lim.LogicalBlockSize)
+					base := 100 * lbs / SectorSize
+					c.write(base, 16*lbs, Stamp{Writer: 1, Seq: 1})
+					assert.Equal(t, []StampRun{{Sector: base, Sectors: 16 * lbs / SectorSize}}, c.read(base, 16*lbs), "reads find the zero stamp after a write")
+					c.write(2*chunkSectors, MiB, Stamp{Writer: 1, Seq: 2})
+					assert.Equal(t, []StampRun{{Sector: 2 * chunkSectors, Sectors: chunkSectors}}, c.read(2*chunkSectors, MiB))
+				})
+			}
 			t.Run("CompletesExactlyOnceAsynchronously", func(t *testing.T) {
 				c := newConformer(t, dc.profile)
 				rng := c.e.NewRand(1)
@@ -186,6 +223,9 @@ func TestDeviceConformance(t *testing.T) {
 				}
 			})
 			t.Run("CompletedWriteIsReadBack", func(t *testing.T) {
+				if dc.discards {
+					t.Skip("the device keeps no data (DiscardsData checks that)")
+				}
 				c := newConformer(t, dc.profile)
 				lbs := int64(c.lim.LogicalBlockSize)
 				a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 2, Seq: 1}
@@ -214,6 +254,9 @@ func TestDeviceConformance(t *testing.T) {
 				assert.Equal(t, []StampRun{{Sector: base, Sectors: s, Stamp: w}}, last.Bios[0].Data)
 			})
 			t.Run("MiBWriteIsOneRunPerChunk", func(t *testing.T) {
+				if dc.discards {
+					t.Skip("the device keeps no data (DiscardsData checks that)")
+				}
 				c := newConformer(t, dc.profile)
 				store := c.dev.(stamper).Stamps()
 				a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 1, Seq: 2}
@@ -226,6 +269,9 @@ func TestDeviceConformance(t *testing.T) {
 				assert.Equal(t, []StampRun{{Sector: 5*chunkSectors + chunkSectors/2, Sectors: chunkSectors, Stamp: b}}, c.read(5*chunkSectors+chunkSectors/2, MiB))
 			})
 			t.Run("ConcurrentDistinctRequestsAllComplete", func(t *testing.T) {
+				if dc.discards {
+					t.Skip("the device keeps no data (DiscardsData checks that)")
+				}
 				c := newConformer(t, dc.profile)
 				k := int64(min(c.lim.QueueDepth, 64))
 				span := 64 * KiB / SectorSize

@@ -22,7 +22,7 @@ import "sort"
 //     about 550 MB/s after FIS framing. At most 32 tags, 600 MB/s and
 //     32767 KiB requests (LBA48's 65535 sectors: what libata reports as
 //     max_hw_sectors_kb). The default is 512 KiB rather than 32767: the
-//     block layer caps requests at max_sectors_kb (512 before Linux 4.4,
+//     block layer caps requests at max_sectors_kb (512 until 2015,
 //     1280 since), so requests larger than that never reach a SATA disk
 //     unless the cap is raised, and 512 KiB is the largest request drives
 //     are rated with.

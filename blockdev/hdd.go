@@ -12,7 +12,8 @@ import (
 // cache. Rates are decimal MB/s.
 type HDDParams struct {
 	// Name defaults to "sda".
-	Name     string
+	Name string
+	// Capacity is the size in bytes.
 	Capacity int64
 	// LogicalBlockSize is 512 (the default; 512e drives) or 4096 (4Kn).
 	LogicalBlockSize int
@@ -38,8 +39,9 @@ type HDDParams struct {
 	TrackToTrack time.Duration
 	AverageSeek  time.Duration
 	FullStroke   time.Duration
-	// OuterMBps and InnerMBps are the media rates at the first and the
-	// last LBA (outer tracks hold more sectors); the rate varies linearly
+	// OuterMBps and InnerMBps are the sustained media rates (track
+	// switches included, as datasheets give them) at the first and the
+	// last LBA: outer tracks hold more sectors. The rate varies linearly
 	// with the LBA in between.
 	OuterMBps float64
 	InnerMBps float64
@@ -165,14 +167,18 @@ func (p *HDDParams) geometry() (*hddGeom, error) {
 	case p.CacheSegments < 0 || p.CacheSegments > hddMaxSegments:
 		return nil, keyErr("cache_segments", "cache_segments must be between 0 and %d", hddMaxSegments)
 	case p.Readahead > 0 && p.CacheSegments == 0:
-		return nil, keyErr("cache_segments", "readahead needs at least one cache segment")
+		return nil, keyErr("cache_segments", "readahead needs cache_segments of at least 1")
 	case p.CommandOverhead < 0 || p.CommandOverhead > hddMaxTime:
 		return nil, keyErr("command_overhead", "command_overhead must be between 0 and %v", hddMaxTime)
 	}
+	rev := 60e9 / float64(p.RPM)
+	// The rates are sustained rates, track switches included: the rate
+	// under the head is higher by (rev + t2t) / rev.
+	onTrack := (rev + float64(p.TrackToTrack)) / rev / 1e3 // MB/s to bytes/ns
 	g := &hddGeom{
-		rev:  60e9 / float64(p.RPM),
-		ro:   p.OuterMBps / 1e3,
-		k:    (p.InnerMBps - p.OuterMBps) / 1e3 / float64(p.Capacity),
+		rev:  rev,
+		ro:   p.OuterMBps * onTrack,
+		k:    (p.InnerMBps - p.OuterMBps) * onTrack / float64(p.Capacity),
 		t2t:  float64(p.TrackToTrack),
 		full: float64(p.FullStroke),
 	}
@@ -521,9 +527,13 @@ func (d *HDD) cacheHit(slot int, r *Request) bool {
 			continue
 		}
 		if i == d.active {
-			// The head must stay on this stream until the data is in.
+			// The head must stay on this stream until the data is in;
+			// it reads on to Readahead past this hit, and the data
+			// before the hit is consumed (the segment holds at most a
+			// request and the look-ahead).
 			d.raBusy = max(d.raBusy, ready)
 			s.limit = min(d.p.Capacity/SectorSize, max(s.limit, b+d.p.Readahead/SectorSize))
+			s.lo = a
 		}
 		d.tick++
 		s.used = d.tick

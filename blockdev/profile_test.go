@@ -28,24 +28,60 @@ func withWhere(where string, kvs ...string) map[string]ProfileValue {
 
 var memOK = []string{"kind=memory", "capacity=16m"}
 
+// allKinds is Kinds() as the error messages list them.
+const allKinds = "hdd, memory, null, nvme, sata-ssd, ufs"
+
+// profileFor returns a small valid profile of every kind.
+func profileFor(kind string) []string {
+	for _, dc := range conformanceDevices {
+		if dc.profile[0] == "kind="+kind {
+			return slices.Clone(dc.profile)
+		}
+	}
+	panic("no conformance device of kind " + kind)
+}
+
 func TestNewFromProfileErrors(t *testing.T) {
-	nvmeOK := conformanceDevices[2].profile
+	nvmeOK := profileFor("nvme")
+	hddOK := profileFor("hdd")
 	for _, tc := range []struct {
 		name string
 		vals map[string]ProfileValue
 		has  []string
 	}{
-		{"no kind", withWhere("a.toml:1", "capacity=1g"), []string{`no "kind" key`, "memory, nvme"}},
-		{"unknown kind", withWhere("disk.toml:3", "kind=hdd"), []string{"disk.toml:3", `unknown kind "hdd"`, "memory, nvme"}},
+		{"no kind", withWhere("a.toml:1", "capacity=1g"), []string{`no "kind" key`, allKinds}},
+		{"unknown kind", withWhere("disk.toml:3", "kind=floppy"), []string{"disk.toml:3", `unknown kind "floppy"`, allKinds}},
 		{"unknown nvme key", withWhere("x.toml:7", append(slices.Clone(nvmeOK), "chanels=4")...), []string{"x.toml:7", `unknown key "chanels"`, "kind nvme"}},
 		{"nvme-only key on memory", withWhere("m.toml:2", append(slices.Clone(memOK), "read_time=1us")...), []string{"m.toml:2", `unknown key "read_time"`, "kind memory"}},
+		{"flash key on hdd", withWhere("h.toml:4", append(slices.Clone(hddOK), "page_size=16k")...), []string{"h.toml:4", `unknown key "page_size"`, "kind hdd"}},
+		{"hdd key on null", withWhere("n.toml:2", "kind=null", "rpm=7200"), []string{"n.toml:2", `unknown key "rpm"`, "kind null"}},
 		{"bad size", withWhere("--set", append(slices.Clone(memOK), "capacity=12q")...), []string{"--set", `key "capacity"`, `"12q"`}},
 		{"negative int", withWhere("p.toml:9", append(slices.Clone(nvmeOK), "queue_depth=-1")...), []string{"p.toml:9", `key "queue_depth"`}},
 		{"bad duration", withWhere("p.toml:4", append(slices.Clone(nvmeOK), "read_time=fast")...), []string{"p.toml:4", `key "read_time"`, `"fast"`}},
 		{"NaN rate", withWhere("p.toml:5", append(slices.Clone(nvmeOK), "host_mbps=NaN")...), []string{"p.toml:5", `key "host_mbps"`}},
 		{"negative rate", withWhere("p.toml:6", append(slices.Clone(memOK), "mbps=-3")...), []string{"p.toml:6", `key "mbps"`}},
-		{"invalid nvme parameters", withWhere("p.toml:1", append(slices.Clone(nvmeOK), "channels=0")...), []string{"nvme", "channels"}},
-		{"memory without capacity", withWhere("p.toml:1", "kind=memory"), []string{"memory", "capacity must be positive"}},
+		{"bad bool", withWhere("h.toml:8", append(slices.Clone(hddOK), "ncq=maybe")...), []string{"h.toml:8", `key "ncq"`, `"maybe"`}},
+		{"invalid nvme parameters", withWhere("p.toml:1", append(slices.Clone(nvmeOK), "channels=0")...), []string{"p.toml:1", "nvme", `key "channels" = "0"`, "must be positive"}},
+		{"memory without capacity", withWhere("p.toml:1", "kind=memory"), []string{"p.toml:1", "memory", `key "capacity" (not set)`, "capacity must be positive"}},
+		{"flash without NAND geometry", withWhere("u.toml:1", "kind=ufs", "capacity=1g"), []string{"u.toml:1", "ufs", `key "channels" (not set)`}},
+		{"ufs deeper than 32", withWhere("u.toml:5", append(profileFor("ufs"), "queue_depth=64")...), []string{"u.toml:5", `key "queue_depth" = "64"`, "32 transfer request slots"}},
+		{"sata link above 6 Gb/s", withWhere("s.toml:3", append(profileFor("sata-ssd"), "host_mbps=700")...), []string{"s.toml:3", `key "host_mbps"`, "600 MB/s"}},
+		{"sata beyond LBA48 requests", withWhere("s.toml:4", append(profileFor("sata-ssd"), "max_hw_sectors_kb=65536", "write_buffer=128m")...), []string{"s.toml:4", `key "max_hw_sectors_kb"`, "32767"}},
+		{"nvme deeper than a queue", withWhere("n.toml:4", append(slices.Clone(nvmeOK), "queue_depth=70000")...), []string{"n.toml:4", `key "queue_depth"`, "65535"}},
+		{"write buffer below a request", withWhere("n.toml:6", append(slices.Clone(nvmeOK), "write_buffer=64k")...), []string{"n.toml:6", `key "write_buffer"`, "maximal request"}},
+		{"hdd inner faster than outer", withWhere("h.toml:9", append(slices.Clone(hddOK), "inner_mbps=250")...), []string{"h.toml:9", `key "inner_mbps" = "250"`, "outer zone is the fastest"}},
+		{"hdd average below track to track", withWhere("h.toml:3", append(slices.Clone(hddOK), "average_seek=500us")...), []string{"h.toml:3", `key "average_seek"`, "must exceed track_to_track"}},
+		{"hdd full stroke below average", withWhere("h.toml:3", append(slices.Clone(hddOK), "full_stroke=5ms")...), []string{"h.toml:3", `key "full_stroke"`, "must exceed average_seek"}},
+		{"hdd average out of the curve's reach", withWhere("h.toml:2", append(slices.Clone(hddOK), "average_seek=17ms")...), []string{"h.toml:2", `key "average_seek" = "17ms"`, "out of reach", "must lie between"}},
+		{"hdd without rpm", withWhere("h.toml:1", "kind=hdd", "capacity=1g"), []string{"h.toml:1", `key "rpm" (not set)`}},
+		{"hdd NCQ deeper than 32", withWhere("h.toml:5", append(slices.Clone(hddOK), "queue_depth=33")...), []string{"h.toml:5", `key "queue_depth"`, "32 tags"}},
+		{"hdd FIFO deeper than 32", withWhere("h.toml:5", append(slices.Clone(hddOK), "ncq=false", "queue_depth=64")...), []string{"h.toml:5", `key "queue_depth"`, "32 tags"}},
+		{"hdd cache size without cache", withWhere("h.toml:7", append(slices.Clone(hddOK), "write_cache=false", "write_cache_size=4m")...), []string{"h.toml:7", `key "write_cache_size"`, "write_cache = false"}},
+		{"hdd cache below a request", withWhere("h.toml:7", append(slices.Clone(hddOK), "write_cache_size=64k")...), []string{"h.toml:7", `key "write_cache_size"`, "maximal request"}},
+		{"hdd readahead without segments", withWhere("h.toml:8", append(slices.Clone(hddOK), "cache_segments=0")...), []string{"h.toml:8", `key "cache_segments"`, "readahead"}},
+		{"null without queues", withWhere("n.toml:3", "kind=null", "submit_queues=0"), []string{"n.toml:3", `key "submit_queues" = "0"`}},
+		{"null odd block size", withWhere("n.toml:2", "kind=null", "logical_block_size=1024"), []string{"n.toml:2", `key "logical_block_size"`, "512 or 4096"}},
+		{"null request not a block multiple", withWhere("n.toml:4", "kind=null", "logical_block_size=4096", "max_hw_sectors_kb=127"), []string{"n.toml:4", `key "max_hw_sectors_kb"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := NewFromProfile(newEngine(t), tc.vals)
@@ -60,8 +96,9 @@ func TestNewFromProfileErrors(t *testing.T) {
 }
 
 func TestProfileKeys(t *testing.T) {
-	require.Equal(t, []string{"memory", "nvme"}, Kinds())
-	bases := map[string][]string{"memory": memOK, "nvme": conformanceDevices[2].profile}
+	require.Equal(t, strings.Split(allKinds, ", "), Kinds())
+	readme, err := os.ReadFile("../testdata/devices/README.md")
+	require.NoError(t, err)
 	for _, kind := range Kinds() {
 		t.Run(kind, func(t *testing.T) {
 			keys, err := ProfileKeys(kind)
@@ -75,41 +112,102 @@ func TestProfileKeys(t *testing.T) {
 			assert.True(t, slices.IsSorted(names), "keys sorted: %v", names)
 			assert.Len(t, slices.Compact(slices.Clone(names)), len(names), "no duplicates")
 			assert.NotContains(t, names, "kind")
-			for _, n := range []string{"name", "capacity", "logical_block_size", "max_hw_sectors_kb", "queue_depth"} {
+			for _, n := range []string{"name", "capacity", "logical_block_size", "max_hw_sectors_kb"} {
 				assert.Contains(t, names, n)
+			}
+			// Every key is documented in the README's section of its
+			// kind (or of the flash model the kind shares).
+			section := readmeSection(t, string(readme), kind)
+			for _, n := range names {
+				assert.True(t, strings.Contains(section, "`"+n+"`"), "README documents key %q of kind %s", n, kind)
 			}
 			// Every listed key is accepted and parsed: a bad value is
 			// reported against that key.
 			e := newEngine(t)
-			_, err = NewFromProfile(e, profile(bases[kind]...))
+			base := memOK
+			if kind != "memory" {
+				base = profileFor(kind)
+			}
+			_, err = NewFromProfile(e, profile(base...))
 			require.NoError(t, err)
 			for _, n := range names {
 				if n == "name" {
 					continue
 				}
-				_, err := NewFromProfile(e, profile(append(slices.Clone(bases[kind]), n+"=bogus")...))
+				_, err := NewFromProfile(e, profile(append(slices.Clone(base), n+"=bogus")...))
 				assert.ErrorContains(t, err, fmt.Sprintf("key %q", n))
 				assert.NotContains(t, err.Error(), "unknown key")
 			}
 		})
 	}
-	_, err := ProfileKeys("floppy")
+	_, err = ProfileKeys("floppy")
 	assert.ErrorIs(t, err, ErrProfile)
 	assert.ErrorContains(t, err, `"floppy"`)
+}
+
+// readmeSection returns the README's section about kind: from its
+// "## kind = ..." heading (the flash kinds share one) to the next heading.
+func readmeSection(t *testing.T, readme, kind string) string {
+	t.Helper()
+	for _, sec := range strings.Split(readme, "\n## ")[1:] {
+		head, _, _ := strings.Cut(sec, "\n")
+		if strings.HasPrefix(head, "kind =") && strings.Contains(head, `"`+kind+`"`) {
+			return sec
+		}
+	}
+	t.Fatalf("README has no section for kind %q", kind)
+	return ""
+}
+
+// loadProfile reads a shipped profile (testdata/devices/NAME.toml) as
+// blksim does.
+func loadProfile(tb testing.TB, name string) map[string]ProfileValue {
+	tb.Helper()
+	data, err := os.ReadFile("../testdata/devices/" + name + ".toml")
+	require.NoError(tb, err)
+	kv, err := tomlkv.Parse(name+".toml", data)
+	require.NoError(tb, err)
+	vals := make(map[string]ProfileValue, len(kv))
+	for k, v := range kv {
+		vals[k] = ProfileValue{Text: v.Text, Where: fmt.Sprintf("%s.toml:%d", name, v.Line)}
+	}
+	return vals
+}
+
+// shippedProfiles lists testdata/devices/*.toml by name.
+func shippedProfiles(tb testing.TB) []string {
+	tb.Helper()
+	ents, err := os.ReadDir("../testdata/devices")
+	require.NoError(tb, err)
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Every shipped profile builds, and documents itself in the README.
+func TestShippedProfilesBuild(t *testing.T) {
+	names := shippedProfiles(t)
+	require.Subset(t, names, []string{"p3600", "ufs21", "sata-ssd", "hdd-7200"})
+	readme, err := os.ReadFile("../testdata/devices/README.md")
+	require.NoError(t, err)
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) {
+			vals := loadProfile(t, n)
+			_, err := NewFromProfile(newEngine(t), vals)
+			require.NoError(t, err)
+			assert.True(t, strings.Contains(string(readme), "\n## "+n+".toml"), "README has a section on %s.toml", n)
+		})
+	}
 }
 
 // loadP3600 reads the shipped P3600 profile as blksim does.
 func loadP3600(tb testing.TB) map[string]ProfileValue {
 	tb.Helper()
-	data, err := os.ReadFile("../testdata/devices/p3600.toml")
-	require.NoError(tb, err)
-	kv, err := tomlkv.Parse("p3600.toml", data)
-	require.NoError(tb, err)
-	vals := make(map[string]ProfileValue, len(kv))
-	for k, v := range kv {
-		vals[k] = ProfileValue{Text: v.Text, Where: fmt.Sprintf("p3600.toml:%d", v.Line)}
-	}
-	return vals
+	return loadProfile(tb, "p3600")
 }
 
 func TestP3600ProfileBuildsNVMe(t *testing.T) {
@@ -150,18 +248,26 @@ func FuzzProfile(f *testing.F) {
 	for _, dc := range conformanceDevices {
 		f.Add(strings.Join(dc.profile, "\n"))
 	}
-	data, err := os.ReadFile("../testdata/devices/p3600.toml")
-	require.NoError(f, err)
-	kv, err := tomlkv.Parse("p3600.toml", data)
-	require.NoError(f, err)
-	var lines []string
-	for k, v := range kv {
-		lines = append(lines, k+"="+v.Text)
+	for _, name := range shippedProfiles(f) {
+		var lines []string
+		for k, v := range loadProfile(f, name) {
+			lines = append(lines, k+"="+v.Text)
+		}
+		slices.Sort(lines)
+		f.Add(strings.Join(lines, "\n"))
 	}
-	slices.Sort(lines)
-	f.Add(strings.Join(lines, "\n"))
-	f.Add(strings.Join(conformanceDevices[2].profile, "\n") + "\nchannels=1073741824\ndies_per_channel=1073741824")
-	f.Add(strings.Join(conformanceDevices[2].profile, "\n") + "\npage_size=4611686018427387904\nplanes=4")
+	nvme, hdd := strings.Join(profileFor("nvme"), "\n"), strings.Join(profileFor("hdd"), "\n")
+	f.Add(nvme + "\nchannels=1073741824\ndies_per_channel=1073741824")
+	f.Add(nvme + "\npage_size=4611686018427387904\nplanes=4")
+	f.Add(nvme + "\ncommand_time=1h")
+	f.Add("kind=ufs\ncapacity=1g\nchannels=1\ndies_per_channel=1\npage_size=4k\nplanes=1\nchannel_mbps=1\nwrite_buffer=512k")
+	f.Add(hdd + "\nrpm=1\nfull_stroke=1s\naverage_seek=400ms")
+	f.Add(hdd + "\ncapacity=9223372036854775807\nouter_mbps=1000000\ninner_mbps=0.000001")
+	f.Add(hdd + "\ncapacity=4k\ntrack_to_track=1ns")
+	f.Add(hdd + "\nncq=false\nwrite_cache=false\nreadahead=0")
+	f.Add("kind=null")
+	f.Add("kind=null\nmemory_backed=true\nmbps=0.001\ncompletion_nsec=0\nsubmit_queues=1024\nhw_queue_depth=1048576")
+	f.Add("kind=null\ncapacity=512\nlogical_block_size=4096")
 	f.Add("kind=memory\ncapacity=9223372036854775807\nqueue_depth=1073741824\nmax_hw_sectors_kb=1073741824")
 	f.Add("kind=memory\ncapacity=1k\nlogical_block_size=4096")
 	f.Add("kind=nvme\nkind=memory\n=\n==\ncapacity")
