@@ -60,7 +60,9 @@ type Completer interface {
 //     the write completed. Reads and writes in flight together may see
 //     either version of overlapping sectors.
 //   - The device retains only stamps, not payload bytes, and nothing that
-//     was not written to it.
+//     was not written to it. A device documented as discarding data (the
+//     null device without memory_backed, like null_blk) is exempt from the
+//     read-back rule: its reads return zero stamps.
 type Device interface {
 	// Name is the kernel-style device name, e.g. "nvme0n1".
 	Name() string

@@ -52,7 +52,7 @@ var keyDefs = []keyDef{
 	{"queue.max_hw_sectors_kb", kInt, "0", "the device's request size limit in KiB (0: the profile's); overrides device.max_hw_sectors_kb", nil},
 	{"queue.nr_requests", kInt, "0", "requests in flight per hardware queue (0: the device's queue depth)", nil},
 	{"queue.max_segments", kInt, "0", "scatter-gather segments per request (0: the device's, else 128)", nil},
-	{"queue.max_segment_size", kInt, "0", "largest segment in bytes (0: 65536)", nil},
+	{"queue.max_segment_size", kInt, "0", "largest segment in bytes (0: 65536); segments are single 4 KiB pages here (DIO and page-cache pages are not physically contiguous), so only a value below 4096 (rejected) could bind", nil},
 	{"queue.nomerges", kInt, "0", "0: all merges, 1: one-hit merges only, 2: no merges (sysfs nomerges)", nil},
 	{"queue.scheduler", kString, "none", "IO scheduler", []string{"none", "mq-deadline"}},
 	{"queue.nr_hw_queues", kInt, "0", "hardware queues (0: the device's, else 1); a task's CPU picks its queue", nil},
