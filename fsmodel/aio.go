@@ -97,20 +97,9 @@ func (f *File) DirectAIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.S
 		panic("fsmodel: DirectAIO with an IOCB that is still in flight")
 	}
 	fs := f.fs
-	if err := fs.q.CheckAlignment(off, n); err != nil {
-		return fmt.Errorf("%s %s: %w", f.name, op, err)
-	}
-	if off < 0 || n > f.inode.size-off {
-		return fmt.Errorf("%s %s at %d+%d (size %d): %w", f.name, op, off, n, f.inode.size, ErrBeyondEOF)
-	}
-	io := IORequest{Offset: off, Length: n,
-		Aligned:   off%BlockSize == 0 && n%BlockSize == 0,
-		Extending: off+n > f.inode.size}
-	var span LockSpan
-	if op == blockdev.OpRead {
-		span = fs.opt.Policy.DIORead(io)
-	} else {
-		span = fs.opt.Policy.DIOWrite(io)
+	span, err := f.checkDirect(op, off, n)
+	if err != nil {
+		return err
 	}
 	cb.Err = nil
 	cb.file, cb.op, cb.off, cb.n = f, op, off, n

@@ -194,28 +194,35 @@ func (f *File) DirectWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	return f.direct(t, blockdev.OpWrite, off, n, s, nil)
 }
 
+// checkDirect validates a direct IO (alignment, end of file) and returns
+// the lock span the policy gives it.
+func (f *File) checkDirect(op blockdev.Op, off, n int64) (LockSpan, error) {
+	if err := f.fs.q.CheckAlignment(off, n); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", f.name, op, err)
+	}
+	// Fix (tests): compare without overflowing off+n (an overflowed sum
+	// passed the check, mapped no bios and waited forever).
+	if off < 0 || n > f.inode.size-off {
+		return 0, fmt.Errorf("%s %s at %d+%d (size %d): %w", f.name, op, off, n, f.inode.size, ErrBeyondEOF)
+	}
+	io := IORequest{Offset: off, Length: n,
+		Aligned:   off%BlockSize == 0 && n%BlockSize == 0,
+		Extending: off+n > f.inode.size}
+	if op == blockdev.OpRead {
+		return f.fs.opt.Policy.DIORead(io), nil
+	}
+	return f.fs.opt.Policy.DIOWrite(io), nil
+}
+
 func (f *File) direct(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, data *[]blockdev.StampRun) error {
 	fs := f.fs
 	c := &fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	// The exit half runs with the caller's next CPU burst.
 	defer t.Charge(c.Syscall - c.Syscall/2)
-	if err := fs.q.CheckAlignment(off, n); err != nil {
-		return fmt.Errorf("%s %s: %w", f.name, op, err)
-	}
-	// Fix (tests): compare without overflowing off+n (an overflowed sum
-	// passed the check, mapped no bios and waited forever).
-	if off < 0 || n > f.inode.size-off {
-		return fmt.Errorf("%s %s at %d+%d (size %d): %w", f.name, op, off, n, f.inode.size, ErrBeyondEOF)
-	}
-	io := IORequest{Offset: off, Length: n,
-		Aligned:   off%BlockSize == 0 && n%BlockSize == 0,
-		Extending: off+n > f.inode.size}
-	var span LockSpan
-	if op == blockdev.OpRead {
-		span = fs.opt.Policy.DIORead(io)
-	} else {
-		span = fs.opt.Policy.DIOWrite(io)
+	span, err := f.checkDirect(op, off, n)
+	if err != nil {
+		return err
 	}
 	lock := f.inode.Lock
 	d := fs.getDIO()
