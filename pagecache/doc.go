@@ -29,8 +29,10 @@
 // package's own index stays authoritative, so the guarantees above still
 // hold. Ristretto is concurrent: it runs internal goroutines and buffers
 // and drops access records under its own timing, so runs with "tinylfu"
-// are NOT deterministic (the same seed may evict different pages). Close
-// the Cache to stop those goroutines.
+// are NOT deterministic (the same seed may evict different pages); under
+// the race detector, whose sync.Pool drops objects at random, ristretto
+// sees almost none of the accesses and admits nearly everything. Close the
+// Cache to stop ristretto's goroutines.
 //
 // # Concurrency and model rules
 //

@@ -154,10 +154,11 @@ func (p *Page) String() string {
 			f += x.name
 		}
 	}
+	d := ""
 	if p.in == nil {
-		f += " detached"
+		d = " detached"
 	}
-	return fmt.Sprintf("page(ino %d, index %d, [%s])", p.ino, p.index, f)
+	return fmt.Sprintf("page(ino %d, index %d, [%s]%s)", p.ino, p.index, f, d)
 }
 
 // bug panics with a model-bug message about p.
