@@ -37,8 +37,12 @@ type Bio struct {
 	Op     Op
 	Sector int64
 	Bytes  int64
-	// Stamp is stored on every sector of a write.
+	// Stamp is stored on every sector of a write, unless WriteRuns is set.
 	Stamp Stamp
+	// WriteRuns, for a write whose sectors come from several writes (a
+	// page-cache writeback bio), gives each sector's stamp, in absolute
+	// sectors covering the bio; it overrides Stamp.
+	WriteRuns []StampRun
 	// Data receives the stamps a read found (appended, in sector order)
 	// when CollectData is set.
 	Data        []StampRun
@@ -66,8 +70,8 @@ func (b *Bio) Sectors() int64 { return b.Bytes / SectorSize }
 
 // Reset clears b for reuse, keeping Data's capacity.
 func (b *Bio) Reset() {
-	data := b.Data[:0]
-	*b = Bio{Data: data}
+	data, runs := b.Data[:0], b.WriteRuns[:0]
+	*b = Bio{Data: data, WriteRuns: runs}
 }
 
 // Request is what the queue dispatches to a device: a contiguous range in

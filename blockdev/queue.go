@@ -604,6 +604,17 @@ func (b *Bio) target() *Bio {
 func transferData(store *StampMap, r *Request) {
 	for _, b := range r.Bios {
 		if b.Op == OpWrite {
+			if runs := b.target().WriteRuns; len(runs) > 0 {
+				// Only the part of the runs this bio (or piece) covers.
+				start, end := b.Sector, b.Sector+b.Sectors()
+				for _, w := range runs {
+					s, e := max(w.Sector, start), min(w.Sector+w.Sectors, end)
+					if e > s {
+						store.Write(s, e-s, w.Stamp)
+					}
+				}
+				continue
+			}
 			store.Write(b.Sector, b.Sectors(), b.Stamp)
 		} else if b.CollectData {
 			t := b.target()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/pagecache"
 	"github.com/blksim/blksim/sim"
 )
 
@@ -49,6 +50,7 @@ type FS struct {
 
 	files map[string]*File
 	dios  []*dio
+	buf   *buffered // buffered IO, when enabled
 
 	// batches are the tasks' open submission batches (StartBatch);
 	// freeBatches are finished ones kept for reuse.
@@ -92,6 +94,14 @@ type File struct {
 	name  string
 	inode *Inode
 	ext   ExtentMap
+
+	// Buffered IO state.
+	id              uint64
+	blocks          []int64 // block per page, -1 if none
+	ra              pagecache.RAState
+	wbWait          sim.WaitQueue
+	wbIndex         int64 // writeback_index for range_cyclic
+	winNext, winEnd int64 // AllocDelayed window (blocks)
 }
 
 // Open returns the file called name, creating it preallocated with size

@@ -7,7 +7,9 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,7 +28,7 @@ const modulePath = "github.com/blksim/blksim"
 
 // modelPackages are the directories (relative to the repository root)
 // whose code runs inside the simulation.
-var modelPackages = []string{"sim", "blockdev", "fsmodel", "workload"}
+var modelPackages = []string{"sim", "blockdev", "fsmodel", "workload", "writeback", "pagecache"}
 
 // allowed lists accepted violations, as "dir/file.go: rule" (a rule is the
 // text of a finding before any detail in parentheses). Keep it short and
@@ -157,21 +159,49 @@ func check(fset *token.FileSet, files []*ast.File, imp types.Importer, opt optio
 
 // moduleImporter type-checks the module's own packages from source (so
 // the test sees the working tree, not a build cache) and imports the
-// standard library from export data.
+// standard library and third-party modules from export data (the latter
+// located with `go list -export`).
 type moduleImporter struct {
 	fset *token.FileSet
 	std  types.Importer
+	deps types.Importer
 	pkgs map[string]*types.Package
 }
 
 func newModuleImporter(fset *token.FileSet) *moduleImporter {
-	return &moduleImporter{fset: fset, std: importer.Default(), pkgs: map[string]*types.Package{}}
+	m := &moduleImporter{fset: fset, std: importer.Default(), pkgs: map[string]*types.Package{}}
+	var exports map[string]string
+	m.deps = importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if exports == nil {
+			cmd := exec.Command("go", "list", "-e", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", "./...")
+			cmd.Dir = repoRoot
+			out, err := cmd.Output()
+			if err != nil {
+				return nil, fmt.Errorf("go list -export: %w", err)
+			}
+			exports = map[string]string{}
+			for _, line := range strings.Split(string(out), "\n") {
+				if k, v, ok := strings.Cut(line, " "); ok && v != "" {
+					exports[k] = v
+				}
+			}
+		}
+		file, ok := exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(file)
+	})
+	return m
 }
 
 func (m *moduleImporter) Import(path string) (*types.Package, error) {
 	rel, ok := strings.CutPrefix(path, modulePath)
 	if !ok || (rel != "" && rel[0] != '/') {
-		return m.std.Import(path)
+		if p, err := m.std.Import(path); err == nil {
+			return p, nil
+		}
+		return m.deps.Import(path)
 	}
 	if p, ok := m.pkgs[path]; ok {
 		return p, nil

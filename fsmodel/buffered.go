@@ -1,0 +1,794 @@
+package fsmodel
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/pagecache"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/writeback"
+)
+
+// Allocator says when and how a filesystem gives blocks to buffered data.
+type Allocator uint8
+
+const (
+	// AllocDelayed is ext4/xfs delayed allocation: blocks are allocated at
+	// writeback, goal-directed (each file continues where its last block
+	// ended, within a per-file window), so a file stays contiguous even
+	// when several files are written back together.
+	AllocDelayed Allocator = iota
+	// AllocLog is f2fs's log-structured allocation: at writeback, every
+	// page gets the next free block of the shared current segment of the
+	// warm data log, in submission order, under the log's mutex taken per
+	// page; rewrites go to new blocks.
+	AllocLog
+)
+
+// BufferedOptions turn on buffered IO for a filesystem.
+type BufferedOptions struct {
+	// Cache is the page cache; Writeback is created by EnableBuffered.
+	Cache *pagecache.Cache
+	// Limits, Policy and AvailablePages configure writeback.
+	Limits         writeback.Limits
+	Policy         writeback.Policy
+	AvailablePages int64
+	// Alloc selects the allocator; AllocWindow is the per-file window of
+	// AllocDelayed in bytes (default 8 MiB).
+	Alloc       Allocator
+	AllocWindow int64
+	// WritepagesMutex, for AllocLog, is f2fs's sbi->writepages: the
+	// policy's Serialize rule decides when writepages holds it. Without
+	// it concurrent writepages calls interleave their allocations.
+	WritepagesMutex bool
+	// BioMax caps a writeback bio in bytes (default 512 KiB).
+	BioMax int64
+	// ReadaheadKB is read_ahead_kb (default 128).
+	ReadaheadKB int64
+	// CopyPerPage is the CPU cost of copying one page between user and
+	// page cache; Dirty is the cost of dirtying a page (accounting,
+	// radix tree tag).
+	CopyPerPage, DirtyPage time.Duration
+	// ReadLockShared makes buffered reads take i_rwsem shared across the
+	// read (xfs); otherwise they take no inode lock (ext4, f2fs).
+	ReadLockShared bool
+}
+
+// buffered is a filesystem's buffered-IO state.
+type buffered struct {
+	opt   BufferedOptions
+	cache *pagecache.Cache
+	wb    *writeback.Writeback
+	ra    pagecache.Readahead
+
+	pageWait [64]sim.WaitQueue // hashed page-lock waiters
+	roomWait sim.WaitQueue     // tasks waiting for cache room
+
+	nextID uint64
+
+	// AllocLog state: the current segment's next block, its mutex, the
+	// writepages mutex, and the filesystem-wide merged write bio.
+	logNext   int64
+	cursegMu  *sim.Mutex
+	wpMu      *sim.Mutex
+	shared    *pageBio
+	bioPool   []*pageBio
+	freeRuns  []pagecache.Run
+	syncReads sim.Completion
+}
+
+// ErrNotBuffered is returned by buffered calls on a filesystem without
+// buffered IO enabled.
+var ErrNotBuffered = errors.New("fsmodel: buffered IO is not enabled on this filesystem")
+
+// EnableBuffered turns on buffered IO: it creates the writeback domain
+// (with its flusher task) with this filesystem as its Writepager.
+func (fs *FS) EnableBuffered(opt BufferedOptions) error {
+	if opt.Cache == nil {
+		return errors.New("fsmodel: buffered IO needs a page cache")
+	}
+	if opt.AllocWindow <= 0 {
+		opt.AllocWindow = 8 << 20
+	}
+	if opt.BioMax <= 0 {
+		opt.BioMax = 512 << 10
+	}
+	if opt.ReadaheadKB == 0 {
+		opt.ReadaheadKB = 128
+	}
+	b := &buffered{opt: opt, cache: opt.Cache}
+	b.ra = pagecache.Readahead{MaxPages: opt.ReadaheadKB / 4, IOPages: int64(fs.q.Limits().MaxHWSectorsKB) / 4}
+	b.cursegMu = sim.NewMutex(fs.e, fs.opt.Name+":curseg_lock", false)
+	b.wpMu = sim.NewMutex(fs.e, fs.opt.Name+":writepages", false)
+	wb, err := writeback.New(fs.e, writeback.Options{
+		Name: fs.q.Device().Name(), Limits: opt.Limits, Policy: opt.Policy,
+		AvailablePages: opt.AvailablePages, Writepager: fs, Waiter: fs,
+	})
+	if err != nil {
+		return err
+	}
+	b.wb = wb
+	fs.buf = b
+	return nil
+}
+
+// Writeback returns the filesystem's writeback domain (nil without
+// buffered IO).
+func (fs *FS) Writeback() *writeback.Writeback {
+	if fs.buf == nil {
+		return nil
+	}
+	return fs.buf.wb
+}
+
+// Cache returns the page cache (nil without buffered IO).
+func (fs *FS) Cache() *pagecache.Cache {
+	if fs.buf == nil {
+		return nil
+	}
+	return fs.buf.cache
+}
+
+// Close stops the writeback flusher.
+func (fs *FS) Close() error {
+	if fs.buf != nil {
+		return fs.buf.wb.Close()
+	}
+	return nil
+}
+
+// Create returns the file called name for buffered IO, creating it empty
+// (no blocks: they are allocated at writeback) if it does not exist.
+func (fs *FS) Create(name string) (*File, error) {
+	if fs.buf == nil {
+		return nil, ErrNotBuffered
+	}
+	if f, ok := fs.files[name]; ok {
+		return f, nil
+	}
+	fs.buf.nextID++
+	f := &File{fs: fs, name: name, id: fs.buf.nextID, inode: &Inode{
+		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
+	}, ra: pagecache.NewRAState()}
+	fs.files[name] = f
+	return f, nil
+}
+
+// ID identifies the file's inode (writeback.Inode).
+func (f *File) ID() uint64 { return f.id }
+
+// DirtyPages returns the file's dirty pages (writeback.Inode).
+func (f *File) DirtyPages() int64 {
+	return int64(f.fs.buf.cache.InodeDirtyPages(pagecache.InodeID(f.id)))
+}
+
+func (f *File) ino() pagecache.InodeID { return pagecache.InodeID(f.id) }
+
+// Blocks returns, per page of the file, its block on the device (-1 for
+// a page with no block yet). The slice must not be modified.
+func (f *File) Blocks() []int64 { return f.blocks }
+
+// BlockExtents returns the file's allocated blocks as extents (bytes), in
+// file order, merging physically contiguous runs.
+func (f *File) BlockExtents() []Extent {
+	var out []Extent
+	for i, b := range f.blocks {
+		if b < 0 {
+			continue
+		}
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.Logical+last.Length == int64(i)*BlockSize && last.Physical+last.Length == b*BlockSize {
+				last.Length += BlockSize
+				continue
+			}
+		}
+		out = append(out, Extent{Logical: int64(i) * BlockSize, Physical: b * BlockSize, Length: BlockSize})
+	}
+	return out
+}
+
+func (f *File) block(idx int64) int64 {
+	if idx < int64(len(f.blocks)) {
+		return f.blocks[idx]
+	}
+	return -1
+}
+
+func (f *File) setBlock(idx, b int64) {
+	for int64(len(f.blocks)) <= idx {
+		f.blocks = append(f.blocks, -1)
+	}
+	f.blocks[idx] = b
+}
+
+// pageWaitQueue is the hashed wait queue of a page's lock.
+func (b *buffered) pageWaitQueue(p *pagecache.Page) *sim.WaitQueue {
+	h := (uint64(p.Inode())*0x9e3779b97f4a7c15 + uint64(p.Index())) >> 58
+	return &b.pageWait[h]
+}
+
+// lockPage locks p, sleeping while another task holds it.
+func (b *buffered) lockPage(t *sim.Task, p *pagecache.Page) {
+	for !p.TryLock() {
+		b.pageWaitQueue(p).Wait(t)
+	}
+}
+
+// unlockPage unlocks p and wakes its waiters.
+func (b *buffered) unlockPage(p *pagecache.Page) {
+	p.Unlock()
+	b.pageWaitQueue(p).WakeAll()
+}
+
+// addPage creates a locked page, waiting (and kicking writeback) while the
+// cache is full of pages it may not evict.
+func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
+	for {
+		p, err := b.cache.Add(f.ino(), idx)
+		if err == nil {
+			return p
+		}
+		b.wb.Kick()
+		b.roomWait.Wait(t)
+	}
+}
+
+// BufferedWrite writes [off, off+n) through the page cache on behalf of t
+// (generic_perform_write): the inode lock exclusive across the copy and
+// dirtying, then dirty-page throttling. Blocks are allocated later, at
+// writeback.
+func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
+	fs := f.fs
+	b := fs.buf
+	if b == nil {
+		return ErrNotBuffered
+	}
+	if off < 0 || n <= 0 {
+		return fmt.Errorf("%s write at %d+%d: %w", f.name, off, n, syscall.EINVAL)
+	}
+	c := &fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.Charge(c.Syscall - c.Syscall/2)
+	f.inode.Lock.DownWrite(t)
+	var dirtied int64
+	for pos := off; pos < off+n; {
+		idx := pos / pagecache.PageSize
+		pageEnd := (idx + 1) * pagecache.PageSize
+		end := min(off+n, pageEnd)
+		p := b.cache.Find(f.ino(), idx)
+		if p == nil {
+			p = b.addPage(t, f, idx)
+		} else {
+			b.lockPage(t, p)
+		}
+		whole := pos == idx*pagecache.PageSize && end == pageEnd
+		if !p.IsUptodate() && !whole {
+			if err := f.readPageLocked(t, p); err != nil {
+				b.unlockPage(p)
+				f.inode.Lock.UpWrite(t)
+				return err
+			}
+		}
+		t.CPU(b.opt.CopyPerPage * time.Duration(end-pos) / pagecache.PageSize)
+		first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
+		if whole {
+			p.SetStamp(s)
+		} else {
+			p.SetSectorStamps(first, int((end-pos)/blockdev.SectorSize), s)
+		}
+		if !p.IsUptodate() {
+			p.SetUptodate()
+		}
+		if p.SetDirty() {
+			dirtied++
+			b.wb.AccountDirtied(1)
+			t.Charge(b.opt.DirtyPage)
+		}
+		b.unlockPage(p)
+		pos = end
+	}
+	if off+n > f.inode.size {
+		f.inode.size = off + n
+	}
+	if dirtied > 0 {
+		b.wb.MarkInodeDirty(f)
+	}
+	f.inode.Lock.UpWrite(t)
+	b.wb.BalanceDirtyPages(t, dirtied)
+	return nil
+}
+
+// readPageLocked reads one locked, not uptodate page synchronously (for a
+// partial write): zero-filled if it has no block.
+func (f *File) readPageLocked(t *sim.Task, p *pagecache.Page) error {
+	blk := f.block(p.Index())
+	if blk < 0 {
+		p.SetUptodate()
+		return nil
+	}
+	pb := f.fs.buf.newPageBio(f, blockdev.OpRead)
+	pb.add(p, blk)
+	pb.waiter = t
+	pb.done.Reinit()
+	f.fs.q.Submit(&pb.bio)
+	pb.done.Wait(t)
+	err := pb.err
+	pb.pages = pb.pages[:0]
+	f.fs.buf.putPageBio(pb)
+	return err
+}
+
+// BufferedRead reads [off, off+n) through the page cache (filemap_read):
+// cached pages are copied, misses start readahead (one bio per physically
+// contiguous run) and wait for the page; a page carrying the readahead
+// marker starts the next window asynchronously. Reads past the end of
+// the file stop there. The stamps read are appended to *data if data is
+// not nil.
+func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	fs := f.fs
+	b := fs.buf
+	if b == nil {
+		return ErrNotBuffered
+	}
+	if off < 0 || n <= 0 {
+		return fmt.Errorf("%s read at %d+%d: %w", f.name, off, n, syscall.EINVAL)
+	}
+	c := &fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.Charge(c.Syscall - c.Syscall/2)
+	if b.opt.ReadLockShared {
+		f.inode.Lock.DownRead(t)
+		defer f.inode.Lock.UpRead(t)
+	}
+	end := min(off+n, f.inode.size)
+	filePages := (f.inode.size + pagecache.PageSize - 1) / pagecache.PageSize
+	reqPages := (end - off + pagecache.PageSize - 1) / pagecache.PageSize
+	for pos := off; pos < end; {
+		idx := pos / pagecache.PageSize
+		p := b.cache.Find(f.ino(), idx)
+		if p == nil {
+			w := b.ra.Sync(&f.ra, idx, reqPages).Clamp(filePages)
+			if w.Count == 0 {
+				w = pagecache.Window{Start: idx, Count: 1, Marker: -1}
+			}
+			f.readahead(t, w)
+			p = b.cache.Peek(f.ino(), idx)
+			if p == nil {
+				continue // evicted before we looked: retry
+			}
+		} else if p.IsReadahead() && p.TestClearReadahead() {
+			w := b.ra.Async(&f.ra, idx, reqPages).Clamp(filePages)
+			f.readahead(t, w)
+		}
+		// Wait for the read to finish (the page is locked while in IO).
+		if !p.IsUptodate() {
+			b.lockPage(t, p)
+			b.unlockPage(p)
+			if !p.IsUptodate() {
+				return fmt.Errorf("%s read at %d: %w", f.name, pos, syscall.EIO)
+			}
+		}
+		chunk := min(end, (idx+1)*pagecache.PageSize) - pos
+		t.CPU(b.opt.CopyPerPage * time.Duration(chunk) / pagecache.PageSize)
+		if data != nil {
+			first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
+			for i := 0; i < int(chunk/blockdev.SectorSize); i++ {
+				sec := p.Index()*pagecache.SectorsPerPage + int64(first+i)
+				st := p.SectorStamp(first + i)
+				if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
+					(*data)[k].Sectors++
+				} else {
+					*data = append(*data, blockdev.StampRun{Sector: sec, Sectors: 1, Stamp: st})
+				}
+			}
+		}
+		pos += chunk
+	}
+	return nil
+}
+
+// readahead creates the window's missing pages (locked) and reads them:
+// one bio per physically contiguous run of blocks; pages without a block
+// are zero-filled at once. The bios go under one plug; completion
+// unlocks the pages.
+func (f *File) readahead(t *sim.Task, w pagecache.Window) {
+	b := f.fs.buf
+	var pages []*pagecache.Page
+	for i := w.Start; i < w.End(); i++ {
+		if b.cache.Peek(f.ino(), i) != nil {
+			continue
+		}
+		p, err := b.cache.Add(f.ino(), i)
+		if err != nil {
+			break // no room: read what we have
+		}
+		if i == w.Marker {
+			p.SetReadahead()
+		}
+		pages = append(pages, p)
+	}
+	if len(pages) == 0 {
+		return
+	}
+	plug := f.fs.q.StartPlug(t, IssuerOf(t))
+	var pb *pageBio
+	for _, p := range pages {
+		blk := f.block(p.Index())
+		if blk < 0 {
+			p.SetStamp(blockdev.Stamp{})
+			p.SetUptodate()
+			b.unlockPage(p)
+			continue
+		}
+		if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > maxBioBytes) {
+			plug.Submit(&pb.bio)
+			pb = nil
+		}
+		if pb == nil {
+			pb = b.newPageBio(f, blockdev.OpRead)
+		}
+		pb.add(p, blk)
+	}
+	if pb != nil {
+		plug.Submit(&pb.bio)
+	}
+	plug.Finish()
+}
+
+// pageBio is a bio of whole pages and the pages it carries.
+type pageBio struct {
+	b      *buffered
+	bio    blockdev.Bio
+	pages  []*pagecache.Page
+	last   int64 // block of the last page added
+	err    error
+	waiter *sim.Task
+	done   sim.Completion
+	files  []*File
+}
+
+func (b *buffered) newPageBio(f *File, op blockdev.Op) *pageBio {
+	var pb *pageBio
+	if n := len(b.bioPool); n > 0 {
+		pb = b.bioPool[n-1]
+		b.bioPool = b.bioPool[:n-1]
+	} else {
+		pb = &pageBio{b: b}
+	}
+	pb.bio.Reset()
+	pb.bio.Op = op
+	pb.bio.End = pb
+	pb.bio.CollectData = op == blockdev.OpRead
+	pb.err, pb.waiter = nil, nil
+	return pb
+}
+
+func (b *buffered) putPageBio(pb *pageBio) {
+	pb.pages = pb.pages[:0]
+	pb.files = pb.files[:0]
+	b.bioPool = append(b.bioPool, pb)
+}
+
+func (pb *pageBio) bytes() int64 { return int64(len(pb.pages)) * pagecache.PageSize }
+
+func (pb *pageBio) contiguous(blk int64) bool { return len(pb.pages) > 0 && blk == pb.last+1 }
+
+// add appends page p stored at block blk (which must follow the last).
+func (pb *pageBio) add(p *pagecache.Page, blk int64) {
+	if len(pb.pages) == 0 {
+		pb.bio.Sector = blk * (BlockSize / blockdev.SectorSize)
+	}
+	pb.pages = append(pb.pages, p)
+	pb.last = blk
+	pb.bio.Bytes = pb.bytes()
+}
+
+// EndBio completes the pages of a read or write bio.
+func (pb *pageBio) EndBio(bio *blockdev.Bio) {
+	b := pb.b
+	if bio.Op == blockdev.OpRead {
+		for i, p := range pb.pages {
+			if bio.Err == nil {
+				setPageStamps(p, bio.Sector+int64(i)*pagecache.SectorsPerPage, bio.Data)
+				p.SetUptodate()
+			}
+			if pb.waiter == nil {
+				b.unlockPage(p)
+			}
+		}
+		if pb.waiter != nil {
+			pb.err = bio.Err
+			pb.done.Complete()
+			return
+		}
+		b.putPageBio(pb)
+		return
+	}
+	for _, p := range pb.pages {
+		p.EndWriteback()
+		b.wb.AccountWriteback(-1)
+	}
+	for _, f := range pb.files {
+		f.wbWait.WakeAll()
+	}
+	b.roomWait.WakeAll()
+	b.putPageBio(pb)
+}
+
+// setPageStamps gives p, whose block starts at sector base, the stamps a
+// read found for its sectors.
+func setPageStamps(p *pagecache.Page, base int64, runs []blockdev.StampRun) {
+	end := base + pagecache.SectorsPerPage
+	for _, r := range runs {
+		s, e := max(r.Sector, base), min(r.Sector+r.Sectors, end)
+		if e <= s {
+			continue
+		}
+		if s == base && e == end {
+			p.SetStamp(r.Stamp)
+			return
+		}
+		p.SetSectorStamps(int(s-base), int(e-s), r.Stamp)
+	}
+}
+
+// Writepages writes the inode's dirty pages (writeback.Writepager): the
+// lock rule of the policy (f2fs's writepages mutex), one plug across the
+// page loop, allocation per the filesystem's allocator, and bios of
+// physically contiguous pages up to BioMax.
+func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Control) error {
+	f := ino.(*File)
+	b := fs.buf
+	decision := b.wb.BeginWritepages(f, wbc)
+	defer b.wb.EndWritepages(f, wbc)
+	if decision == writeback.LockSkip {
+		return nil
+	}
+	locked := decision == writeback.LockSerialize && b.opt.WritepagesMutex
+	if locked {
+		b.wpMu.Lock(t)
+	}
+	plug := fs.q.StartPlug(t, IssuerOf(t))
+	var own *pageBio // AllocDelayed: this call's bio
+	from, to := int64(0), int64(pagecache.MaxIndex)
+	if wbc.RangeCyclic {
+		from = f.wbIndex
+	} else if wbc.RangeEnd != writeback.RangeWhole {
+		from, to = wbc.RangeStart/pagecache.PageSize, wbc.RangeEnd/pagecache.PageSize+1
+	} else {
+		from = wbc.RangeStart / pagecache.PageSize
+	}
+	tag := pagecache.TagDirty
+	if wbc.SyncMode == writeback.SyncAll {
+		b.cache.TagForWriteback(f.ino(), from, to)
+		tag = pagecache.TagToWrite
+	}
+	var batch []*pagecache.Page
+	last := from
+	pass := func(from, to int64) bool {
+		stop := false
+		batch = batch[:0]
+		b.cache.RangeTagged(f.ino(), from, to, tag, func(p *pagecache.Page) bool {
+			batch = append(batch, p)
+			return len(batch) < 64
+		})
+		for len(batch) > 0 && !stop {
+			for _, p := range batch {
+				if wbc.SyncMode == writeback.SyncNone && wbc.NrToWrite <= 0 {
+					stop = true
+					break
+				}
+				b.lockPage(t, p)
+				if !p.Resident() || !p.IsDirty() {
+					b.unlockPage(p)
+					continue
+				}
+				if p.IsWriteback() {
+					if wbc.SyncMode == writeback.SyncNone {
+						b.unlockPage(p)
+						continue
+					}
+					b.unlockPage(p)
+					f.waitWriteback(t)
+					b.lockPage(t, p)
+					if !p.Resident() || !p.IsDirty() || p.IsWriteback() {
+						b.unlockPage(p)
+						continue
+					}
+				}
+				p.ClearDirtyForIO()
+				b.wb.AccountCleaned(1)
+				blk := fs.allocBlock(t, f, p.Index())
+				p.SetWriteback()
+				b.wb.AccountWriteback(1)
+				b.unlockPage(p)
+				t.Charge(fs.opt.Costs.BioSubmit / 8)
+				if b.opt.Alloc == AllocLog {
+					fs.logAppend(plug, f, p, blk)
+				} else {
+					own = fs.ownAppend(plug, own, f, p, blk)
+				}
+				wbc.NrToWrite--
+				last = p.Index() + 1
+			}
+			if stop {
+				break
+			}
+			next := last
+			batch = batch[:0]
+			b.cache.RangeTagged(f.ino(), next, to, tag, func(p *pagecache.Page) bool {
+				batch = append(batch, p)
+				return len(batch) < 64
+			})
+		}
+		return stop
+	}
+	stopped := pass(from, to)
+	if wbc.RangeCyclic && !stopped && from > 0 {
+		stopped = pass(0, from)
+	}
+	if wbc.RangeCyclic {
+		f.wbIndex = last
+		if !stopped {
+			f.wbIndex = 0
+		}
+	}
+	if own != nil {
+		plug.Submit(&own.bio)
+	}
+	if b.shared != nil && b.shared.hasFile(f) {
+		// f2fs_submit_merged_write_cond: the merged bio holding this
+		// inode's pages goes out when its writepages ends.
+		plug.Submit(&b.shared.bio)
+		b.shared = nil
+	}
+	plug.Finish()
+	if locked {
+		b.wpMu.Unlock(t)
+	}
+	return nil
+}
+
+// allocBlock returns the block page idx of f is written to, allocating it
+// per the filesystem's allocator.
+func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
+	b := fs.buf
+	if b.opt.Alloc == AllocLog {
+		// Out-of-place: every write takes the next block of the warm data
+		// log's current segment, under the log's mutex.
+		b.cursegMu.Lock(t)
+		if b.logNext == 0 {
+			b.logNext = (fs.next + BlockSize - 1) / BlockSize
+		}
+		blk := b.logNext
+		b.logNext++
+		fs.next = b.logNext * BlockSize
+		b.cursegMu.Unlock(t)
+		f.setBlock(idx, blk)
+		return blk
+	}
+	if blk := f.block(idx); blk >= 0 {
+		return blk // overwrite in place
+	}
+	// Goal: the block after the file's previous page, inside its window.
+	if prev := f.block(idx - 1); prev >= 0 && prev+1 < f.winEnd {
+		f.setBlock(idx, prev+1)
+		return prev + 1
+	}
+	if f.winNext >= f.winEnd {
+		win := b.opt.AllocWindow / BlockSize
+		start := (fs.next + BlockSize - 1) / BlockSize
+		f.winNext, f.winEnd = start, start+win
+		fs.next = f.winEnd * BlockSize
+	}
+	blk := f.winNext
+	f.winNext++
+	f.setBlock(idx, blk)
+	return blk
+}
+
+// ownAppend adds a page to the calling writepages' own bio (ext4's
+// mpage/io_submit), submitting it when the next block is not contiguous
+// or the bio is full.
+func (fs *FS) ownAppend(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.Page, blk int64) *pageBio {
+	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > fs.buf.opt.BioMax) {
+		plug.Submit(&pb.bio)
+		pb = nil
+	}
+	if pb == nil {
+		pb = fs.buf.newPageBio(f, blockdev.OpWrite)
+	}
+	pb.stampWrite(p, blk)
+	pb.add(p, blk)
+	pb.addFile(f)
+	return pb
+}
+
+// logAppend adds a page to the filesystem-wide merged write bio (f2fs's
+// sbi->write_io[DATA]): appended whenever its block follows the last one,
+// whichever inode it belongs to; otherwise the bio is submitted first.
+func (fs *FS) logAppend(plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64) {
+	b := fs.buf
+	pb := b.shared
+	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > b.opt.BioMax) {
+		plug.Submit(&pb.bio)
+		pb = nil
+	}
+	if pb == nil {
+		pb = b.newPageBio(f, blockdev.OpWrite)
+	}
+	pb.stampWrite(p, blk)
+	pb.add(p, blk)
+	pb.addFile(f)
+	b.shared = pb
+	if pb.bytes() >= b.opt.BioMax {
+		plug.Submit(&pb.bio)
+		b.shared = nil
+	}
+}
+
+// stampWrite appends the stamps of page p, about to be added at block blk,
+// to the write bio's runs.
+func (pb *pageBio) stampWrite(p *pagecache.Page, blk int64) {
+	base := blk * pagecache.SectorsPerPage
+	for i := 0; i < pagecache.SectorsPerPage; {
+		st := p.SectorStamp(i)
+		n := 1
+		if p.UniformStamp() {
+			n = pagecache.SectorsPerPage
+		}
+		runs := pb.bio.WriteRuns
+		if k := len(runs) - 1; k >= 0 && runs[k].Stamp == st && runs[k].Sector+runs[k].Sectors == base+int64(i) {
+			runs[k].Sectors += int64(n)
+		} else {
+			pb.bio.WriteRuns = append(runs, blockdev.StampRun{Sector: base + int64(i), Sectors: int64(n), Stamp: st})
+		}
+		i += n
+	}
+}
+
+func (pb *pageBio) addFile(f *File) {
+	for _, g := range pb.files {
+		if g == f {
+			return
+		}
+	}
+	pb.files = append(pb.files, f)
+}
+
+func (pb *pageBio) hasFile(f *File) bool {
+	for _, g := range pb.files {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitOnWriteback blocks t until none of ino's pages is under writeback
+// (writeback.Waiter; it waits for the whole file).
+func (fs *FS) WaitOnWriteback(t *sim.Task, ino writeback.Inode, start, end int64) {
+	ino.(*File).waitWriteback(t)
+}
+
+func (f *File) waitWriteback(t *sim.Task) {
+	for f.fs.buf.cache.InodeWritebackPages(f.ino()) > 0 {
+		f.wbWait.Wait(t)
+	}
+}
+
+// Fsync writes back the file's dirty pages and waits for them
+// (WB_SYNC_ALL), as fsync and fdatasync do.
+func (f *File) Fsync(t *sim.Task) error {
+	if f.fs.buf == nil {
+		return nil
+	}
+	c := &f.fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.Charge(c.Syscall - c.Syscall/2)
+	return f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
+}
