@@ -49,9 +49,11 @@ type BufferedOptions struct {
 	// ReadaheadKB is read_ahead_kb (default 128).
 	ReadaheadKB int64
 	// CopyPerPage is the CPU cost of copying one page between user and
-	// page cache; Dirty is the cost of dirtying a page (accounting,
-	// radix tree tag).
-	CopyPerPage, DirtyPage time.Duration
+	// page cache; DirtyPage the cost of dirtying a page (accounting, tree
+	// tag); WritePage the writepages cost per page (lock, clear dirty,
+	// allocate, add to the bio). Concurrent writepages calls interleave at
+	// this granularity.
+	CopyPerPage, DirtyPage, WritePage time.Duration
 	// ReadLockShared makes buffered reads take i_rwsem shared across the
 	// read (xfs); otherwise they take no inode lock (ext4, f2fs).
 	ReadLockShared bool
@@ -192,7 +194,7 @@ func (f *File) BlockExtents() []Extent {
 }
 
 func (f *File) block(idx int64) int64 {
-	if idx < int64(len(f.blocks)) {
+	if idx >= 0 && idx < int64(len(f.blocks)) {
 		return f.blocks[idx]
 	}
 	return -1
@@ -600,13 +602,13 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 						continue
 					}
 				}
+				t.CPU(b.opt.WritePage)
 				p.ClearDirtyForIO()
 				b.wb.AccountCleaned(1)
 				blk := fs.allocBlock(t, f, p.Index())
 				p.SetWriteback()
 				b.wb.AccountWriteback(1)
 				b.unlockPage(p)
-				t.Charge(fs.opt.Costs.BioSubmit / 8)
 				if b.opt.Alloc == AllocLog {
 					fs.logAppend(plug, f, p, blk)
 				} else {

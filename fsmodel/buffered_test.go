@@ -1,0 +1,193 @@
+package fsmodel
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/pagecache"
+	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/writeback"
+)
+
+// bufStack is a filesystem with buffered IO on a memory device whose
+// queue records dispatched request sizes.
+type bufStack struct {
+	e   *sim.Engine
+	q   *blockdev.Queue
+	dev *blockdev.MemDevice
+	fs  *FS
+}
+
+func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSRule, cachePages int) *bufStack {
+	t.Helper()
+	e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8, WakeLatency: 2 * time.Microsecond}})
+	dev := blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: 4 << 30, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
+	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{})
+	require.NoError(t, err)
+	fsys, err := New(e, q, Options{Policy: Ext4{}, Name: "t", Costs: Costs{Syscall: time.Microsecond}})
+	require.NoError(t, err)
+	cache, err := pagecache.New(pagecache.Options{LimitPages: cachePages})
+	require.NoError(t, err)
+	pol := writeback.Default{}
+	if mutex {
+		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
+	}
+	require.NoError(t, fsys.EnableBuffered(BufferedOptions{Cache: cache, Policy: pol, AvailablePages: int64(cachePages),
+		Alloc: alloc, WritepagesMutex: mutex, CopyPerPage: time.Microsecond, WritePage: time.Microsecond}))
+	t.Cleanup(func() { _ = fsys.Close(); _ = e.Close(); cache.Close() })
+	return &bufStack{e: e, q: q, dev: dev, fs: fsys}
+}
+
+// drop evicts every clean page (echo 1 > drop_caches), so reads go to the
+// device.
+func (s *bufStack) drop(t *testing.T, files ...*File) {
+	c := s.fs.Cache()
+	for _, f := range files {
+		var pages []*pagecache.Page
+		c.Range(f.ino(), 0, pagecache.MaxIndex, func(p *pagecache.Page) bool { pages = append(pages, p); return true })
+		for _, p := range pages {
+			require.True(t, p.TryLock())
+			require.False(t, p.IsDirty() || p.IsWriteback(), "drop of a dirty page")
+			c.Remove(p)
+			p.Unlock()
+		}
+	}
+}
+
+// Writes reach the device with the right stamps after fsync, and read back
+// through the cache (after dropping it) with those stamps, including a
+// partial-page overwrite.
+func TestBufferedWriteFsyncReadBack(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 4096)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 1<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.BufferedWrite(tk, 8192+512, 1024, blockdev.Stamp{Writer: 1, Seq: 2}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	assert.Equal(t, int64(0), s.fs.Writeback().DirtyPages())
+	assert.Equal(t, 0, s.fs.Cache().InodeWritebackPages(f.ino()))
+	s.drop(t, f)
+	var data []blockdev.StampRun
+	s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 1<<20, &data)) })
+	require.NoError(t, s.e.Run(-1))
+	want := []blockdev.StampRun{
+		{Sector: 0, Sectors: 17, Stamp: blockdev.Stamp{Writer: 1, Seq: 1}},
+		{Sector: 17, Sectors: 2, Stamp: blockdev.Stamp{Writer: 1, Seq: 2}},
+		{Sector: 19, Sectors: 2048 - 19, Stamp: blockdev.Stamp{Writer: 1, Seq: 1}},
+	}
+	assert.Equal(t, want, data)
+	// delayed allocation: one contiguous extent
+	assert.Len(t, f.BlockExtents(), 1)
+}
+
+// interleave has nFiles tasks each write its own file in 512 KiB writes
+// and fsync it, all at once (tiotest's write phase), then returns the
+// files.
+func interleave(t *testing.T, s *bufStack, nFiles int, fileSize int64) []*File {
+	files := make([]*File, nFiles)
+	for i := range files {
+		f, err := s.fs.Create(fmt.Sprintf("f%d", i))
+		require.NoError(t, err)
+		files[i] = f
+		s.e.Go(fmt.Sprintf("w%d", i), func(tk *sim.Task) {
+			for off := int64(0); off < fileSize; off += 512 << 10 {
+				require.NoError(t, f.BufferedWrite(tk, off, 512<<10, blockdev.Stamp{Writer: uint32(i + 1), Seq: uint64(off)}))
+			}
+			require.NoError(t, f.Fsync(tk))
+		})
+	}
+	require.NoError(t, s.e.Run(-1))
+	return files
+}
+
+// EXPERIMENTS.md section 3, in miniature: without the writepages mutex,
+// concurrent fsyncs interleave f2fs's per-page allocations, so files end
+// up in many small extents; with it each file's dirty range is allocated
+// as one run. Write bios stay large either way (the merged write bio is
+// appended whenever the next block is adjacent, whichever inode it is
+// for).
+func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mutex bool
+	}{{"without mutex", false}, {"with mutex", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
+			files := interleave(t, s, 8, 4<<20)
+			var extents int
+			for _, f := range files {
+				extents += len(f.BlockExtents())
+			}
+			st := s.q.Stats()
+			big := st.DispatchedSizes[blockdev.OpWrite][512<<10]
+			t.Logf("%s: %d extents for %d files; write requests %v", tc.name, extents, len(files), st.DispatchedSizes[blockdev.OpWrite])
+			if tc.mutex {
+				assert.LessOrEqual(t, extents, 2*len(files))
+			} else {
+				assert.Greater(t, extents, 20*len(files))
+			}
+			assert.Greater(t, float64(big*(512<<10)), 0.7*float64(st.Sectors[blockdev.OpWrite]*512), "write requests mostly 512 KiB")
+		})
+	}
+}
+
+// The read half of EXPERIMENTS.md section 3: reading the files back
+// sequentially in 512 KiB reads after the cache is dropped, readahead
+// builds one bio per physically contiguous run: 4 KiB bios for the
+// interleaved files, large ones for the contiguous files.
+func TestF2FSInterleavedFilesReadAs4KiB(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mutex bool
+	}{{"without mutex", false}, {"with mutex", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
+			files := interleave(t, s, 8, 4<<20)
+			s.drop(t, files...)
+			before := s.q.Stats().DispatchedSizes[blockdev.OpRead]
+			beforeN := map[int64]uint64{}
+			for k, v := range before {
+				beforeN[k] = v
+			}
+			for i, f := range files {
+				s.e.Go(fmt.Sprintf("r%d", i), func(tk *sim.Task) {
+					var data []blockdev.StampRun
+					for off := int64(0); off < 4<<20; off += 512 << 10 {
+						data = data[:0]
+						require.NoError(t, f.BufferedRead(tk, off, 512<<10, &data))
+						require.Len(t, data, 1, "one write stamped the whole 512 KiB")
+						assert.Equal(t, blockdev.Stamp{Writer: uint32(i + 1), Seq: uint64(off)}, data[0].Stamp)
+					}
+				})
+			}
+			require.NoError(t, s.e.Run(-1))
+			sizes := map[int64]uint64{}
+			var total, small uint64
+			for k, v := range s.q.Stats().DispatchedSizes[blockdev.OpRead] {
+				n := v - beforeN[k]
+				if n == 0 {
+					continue
+				}
+				sizes[k] = n
+				total += n
+				if k <= 8<<10 {
+					small += n
+				}
+			}
+			t.Logf("%s: read requests %v", tc.name, sizes)
+			if tc.mutex {
+				assert.Less(t, float64(small), 0.1*float64(total))
+			} else {
+				assert.Greater(t, float64(small), 0.85*float64(total))
+			}
+		})
+	}
+}
