@@ -113,3 +113,16 @@ func (p Ext4) DIOWrite(io IORequest) LockSpan {
 	}
 	return SpanExclusiveIO
 }
+
+// F2FS is f2fs's inode locking for direct IO (4.19): reads shared across
+// the IO, writes exclusive across it.
+type F2FS struct{}
+
+// Name describes the policy.
+func (F2FS) Name() string { return "f2fs" }
+
+// DIORead returns the read span.
+func (F2FS) DIORead(IORequest) LockSpan { return SpanSharedIO }
+
+// DIOWrite returns the write span.
+func (F2FS) DIOWrite(IORequest) LockSpan { return SpanExclusiveIO }

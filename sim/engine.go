@@ -245,11 +245,12 @@ func (e *Engine) Close() error {
 	return e.err
 }
 
-// Tasks returns the number of tasks that have not finished.
+// Tasks returns the number of tasks that have not finished, daemons (see
+// Task.SetDaemon) excluded.
 func (e *Engine) Tasks() int {
 	n := 0
 	for _, t := range e.tasks {
-		if t.state != taskDone {
+		if t.state != taskDone && !t.daemon {
 			n++
 		}
 	}

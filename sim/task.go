@@ -62,7 +62,14 @@ type Task struct {
 	held []heldLock
 
 	sleepHook SleepHook
+	daemon    bool
 }
+
+// SetDaemon marks the task as a service thread (a flusher, a kworker)
+// that may sleep forever: Engine.Tasks does not count it, so a run whose
+// workload tasks have all finished is complete. Close stops it as any
+// other task.
+func (t *Task) SetDaemon() { t.daemon = true }
 
 // SleepHook is told when a task is about to sleep (block other than for a
 // CPU or an optimistic spin). A block plug uses it to flush its batch.

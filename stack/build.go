@@ -12,7 +12,9 @@ import (
 	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/tomlkv"
+	"github.com/blksim/blksim/pagecache"
 	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/writeback"
 )
 
 type durationT = time.Duration
@@ -93,11 +95,16 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 			DioreadNolock:    c.boolean("ext4.dioread_nolock"),
 			IomapDIO:         c.boolean("ext4.iomap_dio"),
 		}
+	case "f2fs":
+		policy = fsmodel.F2FS{}
 	default:
 		return nil, fmt.Errorf("%s: %w: unknown fs %q", c.Where("fs"), ErrConfig, c.Get("fs"))
 	}
 	fsys, err := fsmodel.New(e, q, fsmodel.Options{Policy: policy, Lock: lockOpt, Costs: costs, Name: c.Get("fs")})
 	if err != nil {
+		return nil, err
+	}
+	if err := c.enableBuffered(fsys); err != nil {
 		return nil, err
 	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
@@ -163,4 +170,53 @@ func EmbeddedProfiles() []string {
 		}
 	}
 	return out
+}
+
+// enableBuffered gives the filesystem its page cache and writeback.
+func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
+	limit := c.size("pagecache.limit") / 4096
+	if limit < 64 {
+		return fmt.Errorf("%s: %w: key \"pagecache.limit\" must be at least 256k", c.Where("pagecache.limit"), ErrConfig)
+	}
+	cache, err := pagecache.New(pagecache.Options{LimitPages: int(limit), Policy: c.Get("pagecache.policy")})
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", c.Where("pagecache.policy"), ErrConfig, err)
+	}
+	lim := writeback.Limits{
+		DirtyRatio:           c.integer("writeback.dirty_ratio"),
+		DirtyBackgroundRatio: c.integer("writeback.dirty_background_ratio"),
+		DirtyBytes:           c.size("writeback.dirty_bytes"),
+		DirtyBackgroundBytes: c.size("writeback.dirty_background_bytes"),
+		DirtyExpire:          time.Duration(c.integer("writeback.dirty_expire_centisecs")) * 10 * time.Millisecond,
+		DirtyWriteback:       time.Duration(c.integer("writeback.dirty_writeback_centisecs")) * 10 * time.Millisecond,
+	}
+	if err := lim.Validate(); err != nil {
+		cache.Close()
+		return fmt.Errorf("%w: writeback: %v", ErrConfig, err)
+	}
+	pol := writeback.Default{}
+	opt := fsmodel.BufferedOptions{
+		Cache: cache, Limits: lim, AvailablePages: limit,
+		AllocWindow: c.size("ext4.alloc_window"), BioMax: c.size("writeback.bio_max"),
+		ReadaheadKB: int64(c.integer("pagecache.read_ahead_kb")),
+		CopyPerPage: c.duration("host.copy_per_page"), DirtyPage: c.duration("host.dirty_page"),
+		WritePage: c.duration("host.write_page"),
+	}
+	if c.Get("fs") == "f2fs" {
+		opt.Alloc = fsmodel.AllocLog
+		opt.WritepagesMutex = c.boolean("f2fs.writepages_mutex")
+		rule := writeback.F2FSv419
+		if c.Get("f2fs.writepages_rule") == "merged" {
+			rule = writeback.F2FSMerged
+		}
+		if opt.WritepagesMutex {
+			pol.Serializer = writeback.F2FSSerialize{Rule: rule}
+		}
+	}
+	opt.Policy = pol
+	if err := fsys.EnableBuffered(opt); err != nil {
+		cache.Close()
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return nil
 }

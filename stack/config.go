@@ -43,7 +43,20 @@ type keyDef struct {
 // Keys of a stack. "device.*" keys other than device.profile override the
 // device profile's own keys and are checked when the device is built.
 var keyDefs = []keyDef{
-	{"fs", kString, "ext4", "filesystem personality", []string{"ext4"}},
+	{"fs", kString, "ext4", "filesystem personality", []string{"ext4", "f2fs"}},
+	{"f2fs.writepages_mutex", kBool, "true", "f2fs's sbi->writepages mutex (v4.19 commit 853137ce); false interleaves concurrent writepages' block allocation", nil},
+	{"f2fs.writepages_rule", kString, "v4.19", "when writepages serializes: v4.19 (WB_SYNC_ALL always, WB_SYNC_NONE unless a sync writer is active) or merged (upstream: WB_SYNC_NONE, or dirty pages >= 512)", []string{"v4.19", "merged"}},
+	{"pagecache.limit", kSize, "4g", "page cache size (simulated RAM available to it)", nil},
+	{"pagecache.policy", kString, "lru", "eviction: the kernel's two-list LRU (deterministic) or tinylfu (ristretto v2 admission; NOT deterministic)", []string{"lru", "tinylfu"}},
+	{"pagecache.read_ahead_kb", kInt, "128", "read_ahead_kb of the device", nil},
+	{"writeback.dirty_ratio", kInt, "20", "vm.dirty_ratio (percent of the page cache)", nil},
+	{"writeback.dirty_background_ratio", kInt, "10", "vm.dirty_background_ratio", nil},
+	{"writeback.dirty_bytes", kSize, "0", "vm.dirty_bytes (overrides the ratio when set)", nil},
+	{"writeback.dirty_background_bytes", kSize, "0", "vm.dirty_background_bytes", nil},
+	{"writeback.dirty_expire_centisecs", kInt, "3000", "vm.dirty_expire_centisecs", nil},
+	{"writeback.dirty_writeback_centisecs", kInt, "500", "vm.dirty_writeback_centisecs", nil},
+	{"writeback.bio_max", kSize, "512k", "largest writeback bio", nil},
+	{"ext4.alloc_window", kSize, "8m", "delayed allocation: per-file contiguous window (mballoc preallocation)", nil},
 	{"ext4.parallel_dio_reads", kBool, "true", "DIO reads take i_rwsem shared across the IO (v4.9 commit 16c54688)", nil},
 	{"ext4.dioread_nolock", kBool, "false", "dioread_nolock mount option", nil},
 	{"ext4.iomap_dio", kBool, "false", "5.6+ iomap DIO locking (shared for reads and aligned overwrites)", nil},
@@ -70,6 +83,9 @@ var keyDefs = []keyDef{
 	{"host.dio_per_page", kDuration, "40ns", "direct-IO CPU time per 4 KiB page (pinning, bio_add_page)", nil},
 	{"host.bio_submit", kDuration, "2us", "CPU time to submit one bio to the driver (block layer, queue_rq, doorbell)", nil},
 	{"host.dio_complete", kDuration, "500ns", "direct-IO completion CPU time after the bios end", nil},
+	{"host.copy_per_page", kDuration, "700ns", "CPU time to copy one 4 KiB page between user memory and the page cache", nil},
+	{"host.dirty_page", kDuration, "300ns", "CPU time to dirty a page (accounting, tags)", nil},
+	{"host.write_page", kDuration, "1us", "writepages CPU time per page (lock, clear dirty, allocate, add to bio)", nil},
 	{"host.app_per_io", kDuration, "1500ns", "CPU time of the application (fio's io_u bookkeeping, offset generation, latency accounting) between two IOs", nil},
 	{"rwsem.writer_spin", kBool, "true", "writers spin while a running writer owns an rwsem", nil},
 	{"rwsem.reader_spin", kBool, "false", "readers spin while a running writer owns an rwsem (2016 RFC)", nil},
@@ -261,6 +277,10 @@ func (c *Config) boolean(key string) bool { b, _ := units.ParseBool(c.vals[key])
 func (c *Config) integer(key string) int {
 	n, _ := units.ParseInt(c.vals[key], 0, 1<<20)
 	return int(n)
+}
+func (c *Config) size(key string) int64 {
+	n, _ := units.ParseSize(c.vals[key])
+	return n
 }
 func (c *Config) duration(key string) durationT {
 	d, _ := units.ParseDuration(c.vals[key])

@@ -137,6 +137,7 @@ func New(e *sim.Engine, opt Options) (*Writeback, error) {
 	}
 	wb.bw.init(opt.InitialBandwidth, e.Now())
 	wb.flusher = e.Go("flush-"+opt.Name, wb.flush)
+	wb.flusher.SetDaemon()
 	return wb, nil
 }
 
