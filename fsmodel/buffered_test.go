@@ -43,22 +43,6 @@ func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSR
 	return &bufStack{e: e, q: q, dev: dev, fs: fsys}
 }
 
-// drop evicts every clean page (echo 1 > drop_caches), so reads go to the
-// device.
-func (s *bufStack) drop(t *testing.T, files ...*File) {
-	c := s.fs.Cache()
-	for _, f := range files {
-		var pages []*pagecache.Page
-		c.Range(f.ino(), 0, pagecache.MaxIndex, func(p *pagecache.Page) bool { pages = append(pages, p); return true })
-		for _, p := range pages {
-			require.True(t, p.TryLock())
-			require.False(t, p.IsDirty() || p.IsWriteback(), "drop of a dirty page")
-			c.Remove(p)
-			p.Unlock()
-		}
-	}
-}
-
 // Writes reach the device with the right stamps after fsync, and read back
 // through the cache (after dropping it) with those stamps, including a
 // partial-page overwrite.
@@ -74,7 +58,7 @@ func TestBufferedWriteFsyncReadBack(t *testing.T) {
 	require.NoError(t, s.e.Run(-1))
 	assert.Equal(t, int64(0), s.fs.Writeback().DirtyPages())
 	assert.Equal(t, 0, s.fs.Cache().InodeWritebackPages(f.ino()))
-	s.drop(t, f)
+	require.Positive(t, f.Invalidate())
 	var data []blockdev.StampRun
 	s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 1<<20, &data)) })
 	require.NoError(t, s.e.Run(-1))
@@ -151,7 +135,9 @@ func TestF2FSInterleavedFilesReadAs4KiB(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
 			files := interleave(t, s, 8, 4<<20)
-			s.drop(t, files...)
+			for _, f := range files {
+				f.Invalidate()
+			}
 			before := s.q.Stats().DispatchedSizes[blockdev.OpRead]
 			beforeN := map[int64]uint64{}
 			for k, v := range before {
