@@ -48,6 +48,7 @@ type ioUnit struct {
 	off   int64
 	bs    int64
 	stamp blockdev.Stamp
+	check verifyCheck
 	start sim.Time // prepared (fio's start_time)
 	issue sim.Time // the call that submitted it returned (fio's issue_time)
 }
@@ -98,14 +99,22 @@ type aioContext struct {
 	need   int
 	wq     sim.WaitQueue
 	failed bool
+	// stop is set when reaping ends the phase without an IO error (a
+	// verify_fatal check); app is fio's per-IO CPU time.
+	stop stopReason
+	app  time.Duration
 }
 
 func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *aioContext {
+	app := time.Duration(0)
+	if j.r != nil {
+		app = j.r.opt.AppPerIO
+	}
 	// The parser has applied fio's fixups; a JobSpec built in code may
 	// not have (its zero batch sizes mean iodepth, as in fio).
 	s := *j.spec
 	fixupDepths(&s)
-	a := &aioContext{j: j, depths: s, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom}
+	a := &aioContext{j: j, depths: s, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom, app: app}
 	units := make([]ioUnit, s.IODepth)
 	a.free = make([]*ioUnit, 0, s.IODepth)
 	for i := len(units) - 1; i >= 0; i-- {
@@ -132,41 +141,61 @@ func (a *aioContext) completed(u *ioUnit) {
 }
 
 // runAsync is the job's simulated thread for an asynchronous engine.
-func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS, start sim.Time, opt RunOptions) {
-	s := j.spec
-	statsFrom := start + sim.Time(s.RampTime)
-	var deadline sim.Time = -1
-	if s.Runtime > 0 {
-		deadline = statsFrom + sim.Time(s.Runtime)
+func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
+	start, ok := j.waitToStart(t)
+	if ok {
+		j.begin(start)
+		a := newAIOContext(j, t, fsys, j.statsFrom)
+		j.quiesce = func() {
+			if a.curDepth > 0 {
+				a.queuedComplete(a.curDepth)
+			}
+		}
+		j.loops(t, a.phase)
+		j.failVerify()
+		t.Flush()
+		if t.Now() > j.statsFrom {
+			j.res.Runtime = int64(t.Now() - j.statsFrom)
+		}
 	}
-	a := newAIOContext(j, t, fsys, statsFrom)
+	j.end(t)
+}
+
+// phase is fio's IO loop for an asynchronous engine, over one phase of
+// the job; it returns with nothing in flight.
+func (a *aioContext) phase(t *sim.Task) stopReason {
+	j := a.j
 	d := &a.depths
 	polling := d.IODepthBatchCompleteMin == 0 && d.IODepthBatchCompleteMax == 0
-	var issued int64
+	stop := running
 	for !a.failed {
 		now := t.Now() + sim.Time(t.Owed())
-		if deadline >= 0 && now >= deadline {
-			break
-		}
-		if !s.TimeBased && issued >= s.Size && now >= statsFrom {
+		if stop = j.checkStop(now); stop != running {
 			break
 		}
 		// get_io_u: a free unit, its direction, offset and data.
+		io, ok := j.next(t, &stop)
+		if !ok {
+			break
+		}
 		u := a.free[len(a.free)-1]
 		a.free = a.free[:len(a.free)-1]
 		a.curDepth++
-		u.dir = j.pickDir()
-		u.bs = s.BS[u.dir]
-		u.off = j.nextOffset(u.dir, u.bs)
+		u.dir, u.bs, u.off, u.check = io.dir, io.bs, j.regionOff+io.off, io.check
+		u.cb.CollectData = io.check != checkNone
 		if u.dir == blockdev.OpWrite {
 			j.stamp.Seq++
 			u.stamp = j.stamp
 		}
-		t.Charge(opt.AppPerIO)
+		t.Charge(a.app)
 		u.start = t.Now() + sim.Time(t.Owed())
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)
-		issued += u.bs
+		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+			j.bytes += u.bs
+			j.ios++
+		}
+		j.think.issued++
 		if len(a.queued) >= d.IODepthBatchSubmit {
 			a.commit()
 		}
@@ -176,16 +205,29 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS, start sim.Time, opt RunOpt
 		if full := len(a.free) == 0; full || polling {
 			a.waitForCompletions(full)
 		}
+		if a.stop != running {
+			break
+		}
+		if (j.think.on || j.rate.checkMin) && (j.verify == nil || !j.verify.inPhase) {
+			if stop = j.afterIO(t); stop != running {
+				break
+			}
+		}
 	}
 	// Reap everything still queued or in flight (fio does this after its
 	// loop, also after an error).
 	if a.curDepth > 0 {
 		a.queuedComplete(a.curDepth)
 	}
-	t.Flush()
-	if t.Now() > statsFrom {
-		j.res.Runtime = int64(t.Now() - statsFrom)
+	switch {
+	case a.failed:
+		return stopFailed
+	case a.stop != running:
+		s := a.stop
+		a.stop = running
+		return s
 	}
+	return stop
 }
 
 // commit submits the queued units in one system call (io_submit, or
@@ -364,18 +406,21 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		a.fail(u.cb.Err)
 		return
 	}
-	if u.start < a.statsFrom {
-		return
+	if u.start >= a.statsFrom {
+		d := &j.res.Read
+		if u.dir == blockdev.OpWrite {
+			d = &j.res.Write
+		}
+		d.IOs++
+		d.Bytes += uint64(u.bs)
+		d.Slat.Record(int64(u.issue - u.start))
+		d.Clat.Record(int64(now - u.issue))
+		d.Lat.Record(int64(now - u.start))
 	}
-	d := &j.res.Read
-	if u.dir == blockdev.OpWrite {
-		d = &j.res.Write
+	io := ioReq{dir: u.dir, off: u.off - j.regionOff, bs: u.bs, check: u.check}
+	if !j.completed(io, u.stamp, u.cb.Data) && a.stop == running {
+		a.stop = stopFailed
 	}
-	d.IOs++
-	d.Bytes += uint64(u.bs)
-	d.Slat.Record(int64(u.issue - u.start))
-	d.Clat.Record(int64(now - u.issue))
-	d.Lat.Record(int64(now - u.start))
 }
 
 // fail records the job's first error and stops it issuing IO.
@@ -384,8 +429,7 @@ func (a *aioContext) fail(err error) {
 		return
 	}
 	a.failed = true
-	a.j.res.Error = errnoOf(err)
-	a.j.res.ErrorMsg = err.Error()
+	a.j.fail(err)
 }
 
 // put returns a unit to the free list.

@@ -2,158 +2,16 @@ package workload
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
-	"time"
 )
-
-// RWMode is fio's rw= value: the direction and pattern of a job's IO.
-// The zero value is RWRead, fio's default.
-type RWMode int
-
-const (
-	// RWRead is sequential reads (rw=read).
-	RWRead RWMode = iota
-	// RWWrite is sequential writes (rw=write).
-	RWWrite
-	// RWRandRead is random reads (rw=randread).
-	RWRandRead
-	// RWRandWrite is random writes (rw=randwrite).
-	RWRandWrite
-	// RWReadWrite is mixed sequential reads and writes (rw=rw or
-	// rw=readwrite), in the proportion JobSpec.RWMixRead.
-	RWReadWrite
-	// RWRandRW is mixed random reads and writes (rw=randrw), in the
-	// proportion JobSpec.RWMixRead.
-	RWRandRW
-)
-
-var rwNames = [...]string{
-	RWRead:      "read",
-	RWWrite:     "write",
-	RWRandRead:  "randread",
-	RWRandWrite: "randwrite",
-	RWReadWrite: "rw",
-	RWRandRW:    "randrw",
-}
-
-// String returns fio's spelling of m: read, write, randread, randwrite, rw
-// or randrw; "RWMode(N)" for a value that is not one of the constants.
-func (m RWMode) String() string {
-	if m >= 0 && int(m) < len(rwNames) {
-		return rwNames[m]
-	}
-	return fmt.Sprintf("RWMode(%d)", int(m))
-}
-
-// Random reports whether m picks random offsets (randread, randwrite,
-// randrw).
-func (m RWMode) Random() bool {
-	return m == RWRandRead || m == RWRandWrite || m == RWRandRW
-}
-
-// HasRead reports whether m issues reads.
-func (m RWMode) HasRead() bool {
-	return m == RWRead || m == RWRandRead || m == RWReadWrite || m == RWRandRW
-}
-
-// HasWrite reports whether m issues writes.
-func (m RWMode) HasWrite() bool {
-	return m == RWWrite || m == RWRandWrite || m == RWReadWrite || m == RWRandRW
-}
-
-// DefaultRandSeed is fio's default randseed (options.c: def "0x89").
-const DefaultRandSeed uint64 = 0x89
-
-// JobSpec is one job section of a job file after [global] inheritance and
-// defaults are applied. A JobSpec describes numjobs clones of the job; the
-// runner makes the clones.
-type JobSpec struct {
-	// Name is the section name, or the job's own name= option.
-	Name string
-	// File is the job file's path as given to Parse; Line is the 1-based
-	// line of the section header.
-	File string
-	Line int
-
-	// RW is the IO pattern; default RWRead.
-	RW RWMode
-	// RWMixRead is the percentage of reads for mixed modes, 0..100;
-	// default 50. rwmixwrite=N sets it to 100-N.
-	RWMixRead int
-	// BS is the block size in bytes for reads (BS[0]) and writes (BS[1]);
-	// default 4096 each. "bs=4k" sets both; "bs=4k,8k" sets read then write,
-	// and an empty side ("bs=,8k") keeps its value. Always positive.
-	BS [2]int64
-	// Size is the number of bytes of IO per job (fio's size=); 0 means not
-	// given, and the runner must then know a file size or fail.
-	Size int64
-	// Filename is the raw filename= value; "" means fio's default name
-	// (jobname.jobnum.filenum).
-	Filename string
-	// NumJobs is the number of clones of this job, 1..4096; default 1.
-	NumJobs int
-	// Thread is fio's thread option (threads instead of processes).
-	Thread bool
-	// IOEngine is one of the synchronous engines psync (the default), sync
-	// and pvsync, or the asynchronous libaio and io_uring.
-	IOEngine string
-	// IODepth is the number of IOs in flight per job, at least 1; default
-	// 1. fio ignores iodepth for synchronous engines, so it is 1 for them
-	// after parsing, whatever the file says.
-	IODepth int
-	// IODepthBatchSubmit is fio's iodepth_batch_submit (alias
-	// iodepth_batch): how many prepared IOs an asynchronous engine submits
-	// in one call; default 1. After parsing it is 1..IODepth: fio's 0, and
-	// values above IODepth, mean IODepth.
-	IODepthBatchSubmit int
-	// IODepthBatchCompleteMin is fio's iodepth_batch_complete_min (alias
-	// iodepth_batch_complete): the fewest completions a reap waits for;
-	// default 1. 0 makes fio poll for completions without sleeping.
-	IODepthBatchCompleteMin int
-	// IODepthBatchCompleteMax is fio's iodepth_batch_complete_max: the most
-	// completions one reap takes. After parsing it is at least
-	// IODepthBatchCompleteMin, which is fio's default for it.
-	IODepthBatchCompleteMax int
-	// IODepthLow is fio's iodepth_low: once the queue is full, fio reaps
-	// until no more than IODepthLow IOs are in flight before it queues
-	// again. After parsing it is 1..IODepth: fio's default 0, and values
-	// above IODepth, mean IODepth (keep the queue full).
-	IODepthLow int
-	// Direct is O_DIRECT (direct=1, or buffered=0).
-	Direct bool
-	// Runtime is the time limit; 0 means none.
-	Runtime time.Duration
-	// TimeBased makes the job run for Runtime even when Size is done.
-	TimeBased bool
-	// RampTime is run before statistics are collected; 0 means none.
-	RampTime time.Duration
-	// RandSeed seeds the job's random generators; DefaultRandSeed unless
-	// given, and RandSeedSet reports whether it was given.
-	RandSeed    uint64
-	RandSeedSet bool
-	// GroupReporting reports the job's clones as one.
-	GroupReporting bool
-}
-
-// defaultJobSpec returns fio's defaults for the options blksim models.
-func defaultJobSpec() JobSpec {
-	return JobSpec{
-		RW:        RWRead,
-		RWMixRead: 50,
-		BS:        [2]int64{4096, 4096},
-		NumJobs:   1,
-		IOEngine:  "psync",
-		IODepth:   1,
-		RandSeed:  DefaultRandSeed,
-
-		IODepthBatchSubmit:      1,
-		IODepthBatchCompleteMin: 1,
-	}
-}
 
 // Errors wrapped in ParseError.Err. Test for them with errors.Is.
 var (
@@ -172,10 +30,12 @@ var (
 
 // ParseError reports bad input in a job file.
 type ParseError struct {
-	// File is the name given to Parse (the path for ParseFile).
+	// File is the name given to Parse (the path for ParseFile), the path
+	// of an included file, or CommandLine for a command-line option.
 	File string
 	// Line is the 1-based line the error is about; at least 1 in errors
-	// from Parse (the last line for a file without jobs).
+	// about a file (the last line for a file without jobs), 0 for the
+	// command line.
 	Line int
 	// Option is the option the error is about, as written (after ${VAR}
 	// expansion); "" for errors about a line that is not an option.
@@ -185,7 +45,8 @@ type ParseError struct {
 	Err error
 }
 
-// Error returns `FILE:LINE: option "OPT": MSG`, where MSG is Err's text.
+// Error returns `FILE:LINE: option "OPT": MSG`, where MSG is Err's text
+// (`FILE: ...` when Line is 0, as for the command line).
 // The option part is left out when Option is empty, and when MSG already
 // begins with it (as in `option "OPT" is not modelled by blksim`).
 func (e *ParseError) Error() string {
@@ -194,6 +55,9 @@ func (e *ParseError) Error() string {
 		msg = e.Err.Error()
 	}
 	prefix := fmt.Sprintf("%s:%d: ", e.File, e.Line)
+	if e.Line == 0 && e.File != "" {
+		prefix = e.File + ": "
+	}
 	if e.Option != "" {
 		opt := fmt.Sprintf("option %q", e.Option)
 		if !strings.HasPrefix(msg, opt) {
@@ -231,18 +95,95 @@ func syntaxError(format string, args ...any) error {
 	return &kindError{kind: ErrSyntax, msg: "syntax error: " + fmt.Sprintf(format, args...)}
 }
 
-// unknownOption returns an ErrUnknownOption error naming the option.
+// unknownOption returns an ErrUnknownOption error naming the option and
+// saying why blksim does not take it.
 func unknownOption(name string) error {
-	return &kindError{kind: ErrUnknownOption, msg: fmt.Sprintf("option %q is not modelled by blksim", name)}
+	return &kindError{kind: ErrUnknownOption, msg: fmt.Sprintf("option %q is not modelled by blksim (%s)", name, unknownReason(name))}
 }
 
-// fioKeywords are the $words fio replaces with host facts (options.c,
-// fio_keywords) before handing the result to bc for arithmetic.
-var fioKeywords = []string{"$pagesize", "$mb_memory", "$ncpus"}
+// CommandLine is the File of errors about, and jobs defined by, fio
+// options given on the command line.
+const CommandLine = "command line"
+
+// Host holds what fio's keywords report about the machine: $pagesize,
+// $ncpus and $mb_memory. For blksim that is the simulated host.
+type Host struct {
+	// PageSize is $pagesize; 0 means 4096.
+	PageSize int64
+	// CPUs is $ncpus, the stack's host.cpus; 0 means not known, and $ncpus
+	// is then an error.
+	CPUs int
+	// MemoryMB is $mb_memory; 0 means not known, and $mb_memory is then an
+	// error.
+	MemoryMB int64
+}
+
+// ParseOptions configure ParseWith, ParseFileWith and ParseCommandLine.
+// The zero value is usable: the process environment, no host facts but
+// the page size, no overrides, includes read from the file system.
+type ParseOptions struct {
+	// Env looks up ${VAR} references; nil means os.LookupEnv.
+	Env func(string) (string, bool)
+	// Host is what $pagesize, $ncpus and $mb_memory report.
+	Host Host
+	// Overrides are command-line options applied to every job after the
+	// job's own options, as if each job section ended with them.
+	Overrides []CommandLineOption
+	// ReadFile reads an included file; nil reads regular files of at most
+	// 16 MiB from the file system.
+	ReadFile func(path string) ([]byte, error)
+}
+
+// CommandLineOption is an fio job option given on the command line as
+// --NAME=VALUE or --NAME.
+type CommandLineOption struct {
+	Name     string
+	Value    string
+	HasValue bool
+}
+
+// String returns the option as it is written on the command line.
+func (o CommandLineOption) String() string {
+	if o.HasValue {
+		return "--" + o.Name + "=" + o.Value
+	}
+	return "--" + o.Name
+}
+
+// maxIncludeBytes bounds an included file; maxIncludeDepth bounds nesting.
+const (
+	maxIncludeBytes = 16 << 20
+	maxIncludeDepth = 32
+)
 
 // Parse reads an fio job file from r and returns its jobs in file order.
 // name is used in errors and JobSpec.File. env looks up ${VAR} references;
-// nil means os.LookupEnv.
+// nil means os.LookupEnv. It is ParseWith with only Env set: $ncpus and
+// $mb_memory are not known to it.
+func Parse(name string, r io.Reader, env func(string) (string, bool)) ([]JobSpec, error) {
+	return ParseWith(name, r, ParseOptions{Env: env})
+}
+
+// ParseFile opens the job file at path and parses it with Parse, naming
+// it path in errors. An error opening or reading the file is not a
+// *ParseError.
+func ParseFile(path string, env func(string) (string, bool)) ([]JobSpec, error) {
+	return ParseFileWith(path, ParseOptions{Env: env})
+}
+
+// ParseFileWith opens the job file at path and parses it with ParseWith.
+func ParseFileWith(path string, opt ParseOptions) ([]JobSpec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	return ParseWith(path, f, opt)
+}
+
+// ParseWith reads an fio job file from r and returns its jobs in file
+// order; name is used in errors and JobSpec.File, and includes are
+// relative to its directory.
 //
 // The syntax is fio 3.x's:
 //   - "[name]" starts a section. A section whose name begins with "global"
@@ -251,74 +192,155 @@ var fioKeywords = []string{"$pagesize", "$mb_memory", "$ncpus"}
 //     only. Any other section is a job.
 //   - "key=value" or a bare "key" sets an option; whitespace around the
 //     line and around "=" is ignored. Option names are case-sensitive.
+//     A section's options take effect when it ends, kb_base first (fio
+//     sorts them by priority), then in file order, a later one overriding
+//     an earlier one; then opt.Overrides, for job sections.
+//   - "include FILE" reads FILE (relative to the including file) in place
+//     of the line, sections and all; an include cycle is an error.
 //   - ';' or '#' starts a comment anywhere on a line, as in fio, so a value
 //     cannot contain them. Blank lines are ignored.
-//   - "${VAR}" in an option line is replaced by env's value, or by nothing
-//     when VAR is undefined. It is done after comments are removed and is
-//     not recursive.
+//   - "${VAR}" in an option line is replaced by opt.Env's value, or by
+//     nothing when VAR is undefined. It is done after comments are removed
+//     and is not recursive.
+//   - $pagesize, $ncpus and $mb_memory in a value are replaced by
+//     opt.Host's; if the value then holds + - * or /, it is computed as bc
+//     computes it (integers), as fio does.
+//   - A numeric value starting with "(" is an expression of fio's
+//     arithmetic parser: + - * / % ^, parentheses, decimals and unit
+//     suffixes, such as size=(2*4k+512).
 //
-// Options are applied in file order, a later one overriding an earlier one.
 // Parse stops at the first problem. Every error about the input is a
 // *ParseError wrapping ErrUnknownOption, ErrBadValue, ErrSyntax or
 // ErrNotModelled; an error reading r is returned wrapped with name, and is
-// not a *ParseError. Parse does not panic on any input, and may be called
-// from several goroutines at once.
-func Parse(name string, r io.Reader, env func(string) (string, bool)) ([]JobSpec, error) {
-	if env == nil {
-		env = os.LookupEnv
+// not a *ParseError. ParseWith does not panic on any input, and may be
+// called from several goroutines at once.
+func ParseWith(name string, r io.Reader, opt ParseOptions) ([]JobSpec, error) {
+	p := newParser(opt)
+	p.files = []string{includeKey(name)}
+	if err := p.read(name, r); err != nil {
+		return nil, err
 	}
-	p := &parser{file: name, env: env, defaults: defaultJobSpec()}
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			p.line++
-			if perr := p.parseLine(line); perr != nil {
-				return nil, perr
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("workload: reading job file %s: %w", name, err)
-		}
+	if perr := p.endSection(); perr != nil {
+		return nil, perr
 	}
-	p.endSection()
 	if len(p.jobs) == 0 {
-		return nil, &ParseError{File: name, Line: max(p.line, 1),
+		return nil, &ParseError{File: name, Line: max(p.lines[name], 1),
 			Err: syntaxError("no job sections: a job file needs at least one [jobname] section besides [global]")}
 	}
 	return p.jobs, nil
 }
 
-// ParseFile opens the job file at path and parses it with Parse, naming
-// it path in errors. An error opening or reading the file is not a
-// *ParseError.
-func ParseFile(path string, env func(string) (string, bool)) ([]JobSpec, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
+// ParseCommandLine builds jobs from fio options given on the command line
+// without a job file, as fio does: options before the first --name are
+// global, --name=NAME starts a job (or, for a name beginning with
+// "global", a global section) and the options after it belong to it.
+// Errors name CommandLine as their file; opt.Overrides is ignored.
+func ParseCommandLine(opts []CommandLineOption, opt ParseOptions) ([]JobSpec, error) {
+	opt.Overrides = nil
+	p := newParser(opt)
+	p.sec = &section{global: true, file: CommandLine}
+	for _, o := range opts {
+		if o.Name == "name" {
+			if !o.HasValue || o.Value == "" {
+				return nil, &ParseError{File: CommandLine, Option: o.Name, Err: badValue(o.Value, "a value is required: expected a job name")}
+			}
+			if perr := p.endSection(); perr != nil {
+				return nil, perr
+			}
+			p.sec = &section{global: strings.HasPrefix(o.Value, "global"), name: o.Value, file: CommandLine}
+			continue
+		}
+		po, perr := p.pendingOption(CommandLine, 0, o.Name, o.Value, o.HasValue, nil)
+		if perr != nil {
+			return nil, perr
+		}
+		p.sec.opts = append(p.sec.opts, po)
 	}
-	defer f.Close()
-	return Parse(path, f, env)
+	if perr := p.endSection(); perr != nil {
+		return nil, perr
+	}
+	if len(p.jobs) == 0 {
+		return nil, &ParseError{File: CommandLine, Option: "name",
+			Err: syntaxError("no job: give --name=NAME before a job's options (or a job file)")}
+	}
+	return p.jobs, nil
 }
 
-// parser is the state of one Parse call.
+// parser is the state of one parse.
 type parser struct {
-	file string
-	env  func(string) (string, bool)
-	line int // number of the line being parsed, 1-based
+	opt   ParseOptions
+	env   func(string) (string, bool)
+	files []string       // the include chain, outermost first
+	lines map[string]int // lines read per file, for "no job sections"
 
-	defaults  JobSpec  // [global] options so far
-	inSection bool     // a section header has been seen
-	job       *JobSpec // the job section being parsed; nil in [global]
-	jobs      []JobSpec
-	unset     []string // ${VAR}s of the current line that were undefined
+	global sectionState // [global] options so far
+	sec    *section     // the section being read; nil before the first
+	jobs   []JobSpec
+	names  map[string]bool // job names so far, for wait_for
+}
+
+// sectionState is what a section's options set: a job spec and the
+// section's kb_base, which only changes how its sizes are read.
+type sectionState struct {
+	spec   JobSpec
+	kbBase int64
+}
+
+// section is a section being read: its header and its options, applied
+// when it ends.
+type section struct {
+	global bool
+	name   string
+	file   string
+	line   int
+	opts   []pendingOpt
+}
+
+// pendingOpt is an option line waiting for its section to end.
+type pendingOpt struct {
+	o     *option
+	key   string // as written, after ${VAR} expansion
+	value string
+	bare  bool
+	file  string
+	line  int
+	unset []string // ${VAR}s of the line that were undefined
+}
+
+func newParser(opt ParseOptions) *parser {
+	env := opt.Env
+	if env == nil {
+		env = os.LookupEnv
+	}
+	return &parser{opt: opt, env: env, lines: map[string]int{},
+		global: sectionState{spec: defaultJobSpec(), kbBase: defaultKBBase},
+		names:  map[string]bool{}}
+}
+
+// read parses the lines of one file (the job file or an included one).
+func (p *parser) read(name string, r io.Reader) error {
+	br := bufio.NewReader(r)
+	line := 0
+	for {
+		text, err := br.ReadString('\n')
+		if text != "" {
+			line++
+			p.lines[name] = line
+			if perr := p.parseLine(name, line, text); perr != nil {
+				return perr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("workload: reading job file %s: %w", name, err)
+		}
+	}
 }
 
 // parseLine parses one line, terminator included.
-func (p *parser) parseLine(raw string) *ParseError {
+func (p *parser) parseLine(file string, line int, raw string) error {
 	// fio (init.c, parse.c strip_blank_end) cuts every line at its first
 	// ';' or '#', then trims blanks and control characters.
 	if i := strings.IndexAny(raw, ";#"); i >= 0 {
@@ -329,84 +351,299 @@ func (p *parser) parseLine(raw string) *ParseError {
 		return nil
 	}
 	if text[0] == '[' {
-		return p.parseHeader(text)
+		return p.parseHeader(file, line, text)
+	}
+	if rest, ok := strings.CutPrefix(text, "include"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		return p.include(file, line, trimLine(rest))
 	}
 
-	text, p.unset = expandVars(text, p.env, p.unset[:0])
+	text, unset := expandVars(text, p.env, nil)
 	key, value, hasValue := strings.Cut(text, "=")
 	key = trimLine(key)
 	value = trimLine(value)
-	if !p.inSection {
-		return p.errorf(key, syntaxError("option outside of any section: add a [global] or [jobname] header above it"))
+	errAt := func(option string, err error) *ParseError {
+		return withUnset(&ParseError{File: file, Line: line, Option: option, Err: err}, unset)
+	}
+	if p.sec == nil {
+		return errAt(key, syntaxError("option outside of any section: add a [global] or [jobname] header above it"))
 	}
 	if key == "" {
-		return p.errorf("", syntaxError("%q has no option name before \"=\"", text))
+		return errAt("", syntaxError("%q has no option name before \"=\"", text))
 	}
-	opt, ok := lookupOption(key)
-	if !ok {
-		if !hasValue {
-			// "include file" and similar: name the first word.
-			if f := strings.Fields(key); len(f) > 1 {
-				if _, known := lookupOption(f[0]); known {
-					return p.errorf(f[0], syntaxError("expected %s=VALUE, got %q", f[0], key))
-				}
-				return p.errorf(f[0], unknownOption(f[0]))
+	if _, known := lookupOption(key); !known && !hasValue {
+		// "bs 4k" and similar: name the first word.
+		if f := strings.Fields(key); len(f) > 1 {
+			if _, known := lookupOption(f[0]); known {
+				return errAt(f[0], syntaxError("expected %s=VALUE, got %q", f[0], key))
 			}
-		}
-		return p.errorf(key, unknownOption(key))
-	}
-	for _, kw := range fioKeywords {
-		if strings.Contains(value, kw) {
-			return p.errorf(key, notModelled("fio keyword %s in %q is not modelled by blksim", kw, value))
+			return errAt(f[0], unknownOption(f[0]))
 		}
 	}
-	target := &p.defaults
-	if p.job != nil {
-		target = p.job
+	po, perr := p.pendingOption(file, line, key, value, hasValue, unset)
+	if perr != nil {
+		return perr
 	}
-	if err := opt.apply(target, value, !hasValue); err != nil {
-		return p.errorf(key, err)
-	}
+	p.sec.opts = append(p.sec.opts, po)
 	return nil
+}
+
+// pendingOption looks key up, replaces fio's keywords in value and returns
+// the option for its section to apply.
+func (p *parser) pendingOption(file string, line int, key, value string, hasValue bool, unset []string) (pendingOpt, *ParseError) {
+	errAt := func(err error) *ParseError {
+		return withUnset(&ParseError{File: file, Line: line, Option: key, Err: err}, unset)
+	}
+	o, ok := lookupOption(key)
+	if !ok {
+		return pendingOpt{}, errAt(unknownOption(key))
+	}
+	value, err := p.keywords(value)
+	if err != nil {
+		return pendingOpt{}, errAt(err)
+	}
+	// Check the value now, so that errors come in line order; it is
+	// applied when the section ends (kb_base changes the sizes read, not
+	// whether they are valid).
+	scratch := p.global.spec
+	kb := p.global.kbBase
+	if err := o.apply(&scratch, &kb, value, !hasValue); err != nil {
+		return pendingOpt{}, errAt(err)
+	}
+	return pendingOpt{o: o, key: key, value: value, bare: !hasValue, file: file, line: line, unset: unset}, nil
+}
+
+// withUnset adds the undefined ${VAR}s of the line to an error: an empty
+// value from an undefined variable is the likely cause.
+func withUnset(pe *ParseError, unset []string) *ParseError {
+	if len(unset) > 0 && !errors.Is(pe.Err, ErrUnknownOption) {
+		pe.Err = fmt.Errorf("%w (${%s} is not set)", pe.Err, strings.Join(unset, "}, ${"))
+	}
+	return pe
 }
 
 // parseHeader handles a "[name]" line.
-func (p *parser) parseHeader(text string) *ParseError {
+func (p *parser) parseHeader(file string, line int, text string) error {
+	errAt := func(err error) *ParseError { return &ParseError{File: file, Line: line, Err: err} }
 	if len(text) < 2 || text[len(text)-1] != ']' {
-		return p.errorf("", syntaxError("section header %q must end with \"]\"", text))
+		return errAt(syntaxError("section header %q must end with \"]\"", text))
 	}
 	name := text[1 : len(text)-1]
 	if strings.TrimSpace(name) == "" {
-		return p.errorf("", syntaxError("empty section name %q", text))
+		return errAt(syntaxError("empty section name %q", text))
 	}
-	p.endSection()
-	p.inSection = true
-	if strings.HasPrefix(name, "global") {
-		return nil
+	if perr := p.endSection(); perr != nil {
+		return perr
 	}
-	js := p.defaults
-	// name= in [global] does not name jobs: fio names each job after its
-	// section when it creates it (init.c get_new_job).
-	js.Name = name
-	js.File = p.file
-	js.Line = p.line
-	p.job = &js
+	p.sec = &section{global: strings.HasPrefix(name, "global"), name: name, file: file, line: line}
 	return nil
 }
 
-// endSection finishes the job section being parsed, if any.
-func (p *parser) endSection() {
-	if p.job == nil {
-		return
+// include reads the file an "include FILE" line names, in place of the
+// line.
+func (p *parser) include(file string, line int, arg string) error {
+	errAt := func(err error) *ParseError {
+		return &ParseError{File: file, Line: line, Option: "include", Err: err}
 	}
-	js := *p.job
-	p.job = nil
+	if arg == "" {
+		return errAt(badValue(arg, "a value is required: expected the path of a job file to include"))
+	}
+	path := arg
+	if !filepath.IsAbs(path) {
+		// fio: relative to the including job file.
+		path = filepath.Join(filepath.Dir(file), path)
+	}
+	key := includeKey(path)
+	if i := slices.Index(p.files, key); i >= 0 {
+		chain := append(slices.Clone(p.files[i:]), key)
+		return errAt(badValue(arg, "include cycle: %s", strings.Join(chain, " -> ")))
+	}
+	if len(p.files) >= maxIncludeDepth {
+		return errAt(badValue(arg, "includes nested more than %d deep", maxIncludeDepth))
+	}
+	read := p.opt.ReadFile
+	if read == nil {
+		read = readIncluded
+	}
+	data, err := read(path)
+	if err != nil {
+		return errAt(badValue(arg, "%v", err))
+	}
+	p.files = append(p.files, key)
+	defer func() { p.files = p.files[:len(p.files)-1] }()
+	return p.read(path, bytes.NewReader(data))
+}
+
+// includeKey names a file for include-cycle detection: its absolute,
+// cleaned path when that can be found.
+func includeKey(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
+}
+
+// readIncluded reads a regular file of at most maxIncludeBytes.
+func readIncluded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > maxIncludeBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxIncludeBytes)
+	}
+	return io.ReadAll(io.LimitReader(f, maxIncludeBytes+1))
+}
+
+// endSection applies the options of the section being read: to the
+// [global] defaults, or to a new job, which it checks and adds.
+func (p *parser) endSection() *ParseError {
+	sec := p.sec
+	if sec == nil {
+		return nil
+	}
+	p.sec = nil
+	if sec.global {
+		_, perr := p.applyAll(&p.global, sec.opts)
+		return perr
+	}
+	st := p.global
+	js := &st.spec
+	// name= in [global] does not name jobs: fio names each job after its
+	// section when it creates it (init.c get_new_job).
+	js.Name = sec.name
+	js.File = sec.file
+	js.Line = sec.line
+	opts := sec.opts
+	for _, o := range p.opt.Overrides {
+		po, perr := p.pendingOption(CommandLine, 0, o.Name, o.Value, o.HasValue, nil)
+		if perr != nil {
+			return perr
+		}
+		if po.o.name == "name" {
+			return &ParseError{File: CommandLine, Option: o.Name,
+				Err: syntaxError("--name defines a job; it cannot be combined with a job file (give either)")}
+		}
+		opts = append(opts[:len(opts):len(opts)], po)
+	}
+	where, perr := p.applyAll(&st, opts)
+	if perr != nil {
+		return perr
+	}
+	if perr := p.checkJob(js, where); perr != nil {
+		return perr
+	}
 	if syncEngines[js.IOEngine] {
 		// fio ignores iodepth for synchronous engines.
 		js.IODepth = 1
 	}
-	fixupDepths(&js)
-	p.jobs = append(p.jobs, js)
+	fixupDepths(js)
+	p.jobs = append(p.jobs, *js)
+	p.names[js.Name] = true
+	return nil
+}
+
+// optPos is where an option was set.
+type optPos struct {
+	file string
+	line int
+	key  string
+}
+
+// applyAll applies opts to st: kb_base first, as fio's option priorities
+// order them, then the rest in order. It returns where each option (by
+// its table name) was last set.
+func (p *parser) applyAll(st *sectionState, opts []pendingOpt) (map[string]optPos, *ParseError) {
+	var where map[string]optPos
+	for pass := 0; pass < 2; pass++ {
+		for i := range opts {
+			po := &opts[i]
+			if (po.o.name == "kb_base") != (pass == 0) {
+				continue
+			}
+			if err := po.o.apply(&st.spec, &st.kbBase, po.value, po.bare); err != nil {
+				return nil, withUnset(&ParseError{File: po.file, Line: po.line, Option: po.key, Err: err}, po.unset)
+			}
+			if where == nil {
+				where = map[string]optPos{}
+			}
+			where[po.o.name] = optPos{po.file, po.line, po.key}
+		}
+	}
+	return where, nil
+}
+
+// checkJob checks what one option alone cannot: wait_for names an earlier
+// job, and the verify mode fits the job.
+func (p *parser) checkJob(js *JobSpec, where map[string]optPos) *ParseError {
+	errAt := func(name string, err error) *ParseError {
+		pos, ok := where[name]
+		if !ok {
+			return &ParseError{File: js.File, Line: js.Line, Option: name, Err: err}
+		}
+		return &ParseError{File: pos.file, Line: pos.line, Option: pos.key, Err: err}
+	}
+	if w := js.WaitFor; w != "" {
+		switch {
+		case w == js.Name:
+			return errAt("wait_for", badValue(w, "a job cannot wait for itself"))
+		case !p.names[w]:
+			// fio: "waitee job X unknown" (it must be defined earlier).
+			return errAt("wait_for", badValue(w, "no job named %q before this one (fio: waitee job %s unknown)", w, w))
+		}
+	}
+	return nil
+}
+
+// keywords replaces fio's keywords ($pagesize, $ncpus, $mb_memory) in
+// value with the host's facts and, if it replaced any and the value then
+// holds + - * or /, computes it as fio's bc call does (options.c
+// fio_keyword_replace, bc_calc).
+func (p *parser) keywords(value string) (string, error) {
+	if !strings.Contains(value, "$") {
+		return value, nil
+	}
+	replaced := false
+	for _, kw := range fioKeywords {
+		if !strings.Contains(value, kw) {
+			continue
+		}
+		var n int64
+		switch kw {
+		case "$pagesize":
+			n = p.opt.Host.PageSize
+			if n == 0 {
+				n = 4096
+			}
+		case "$ncpus":
+			n = int64(p.opt.Host.CPUs)
+			if n == 0 {
+				return "", notModelled("fio keyword $ncpus in %q is not modelled by blksim here (the simulated host's CPU count is not known to this parse; blksim run takes it from host.cpus)", value)
+			}
+		case "$mb_memory":
+			n = p.opt.Host.MemoryMB
+			if n == 0 {
+				return "", notModelled("fio keyword $mb_memory in %q is not modelled by blksim (the simulated host has no memory size)", value)
+			}
+		}
+		value = strings.ReplaceAll(value, kw, strconv.FormatInt(n, 10))
+		replaced = true
+	}
+	if !replaced || !strings.ContainsAny(value, "+-*/") || strings.Contains(value, "'") {
+		return value, nil
+	}
+	n, err := bcEval(value)
+	if err != nil {
+		return "", badValue(value, "after fio's keyword replacement, fio computes the value with bc: %v", err)
+	}
+	return strconv.FormatInt(n, 10), nil
 }
 
 // fixupDepths applies fio's rules for the batching options once the job's
@@ -423,13 +660,9 @@ func fixupDepths(js *JobSpec) {
 	}
 }
 
-func (p *parser) errorf(option string, err error) *ParseError {
-	if len(p.unset) > 0 {
-		// An empty value from an undefined variable is the likely cause.
-		err = fmt.Errorf("%w (${%s} is not set)", err, strings.Join(p.unset, "}, ${"))
-	}
-	return &ParseError{File: p.file, Line: p.line, Option: option, Err: err}
-}
+// fioKeywords are the $words fio replaces with host facts (options.c,
+// fio_keywords).
+var fioKeywords = []string{"$pagesize", "$mb_memory", "$ncpus"}
 
 // trimLine trims ASCII blanks from both ends of s and control characters
 // (such as the '\r' of CRLF files) from its end, as fio does.

@@ -27,6 +27,18 @@ func FuzzParse(f *testing.F) {
 		"[j\n",
 		"[]\n",
 		"[j]\n=x\ninclude a b\n",
+		"[j]\ninclude inc.fio\nsize=(2*4k+512)\noffset=10%\n",
+		"include loop.fio\n[j]\n",
+		"[global]\nkb_base=1000\nsize=1m\n[a]\nbs=1kib\n[b]\nstonewall\nwait_for=a\nnew_group\n",
+		"[j]\nrw=randread:8\nrw_sequencer=identical\nbsrange=4k-16k,8k:2k\nbssplit=4k/50:8k/,16k/100\n",
+		"[j]\nrandom_distribution=zoned:50/5:30/15:20/\nnorandommap\npercentage_random=50,20\nrandom_generator=lfsr\n",
+		"[j]\nrandom_distribution=zipf:1.2:0.3\n[k]\nrandom_distribution=zoned_abs:60/1m:40/2m,100/\n",
+		"[j]\nrate=1m,500k\nrate_iops=,100\nrate_process=poisson\nrate_min=1k\nrate_cycle=500\nio_submit_mode=offload\n",
+		"[j]\nthinktime=2ms\nthinktime_spin=(1ms/2)\nthinktime_blocks=4\nthinktime_blocks_type=issue\nstartdelay=1-5\nloops=3\n",
+		"[j]\nverify=crc32c\ndo_verify=0\nverify_only\nverify_fatal=1\nverify_backlog=16\nverify_backlog_batch=4\n",
+		"[j]\nexitall\nexit_what=stonewall\ndescription=a b c\nfilesize=1m-4m\nio_size=8m\nnumber_ios=1k\nfill_device=1\n",
+		"[j]\nnumjobs=$ncpus*2\nsize=$mb_memory/4m\nbs=$pagesize\niodepth=($ncpus)\nruntime=(1m+30s)\n",
+		"[j]\nsize=(1.5k)\noffset=(2^10%3)\nio_size=(-4+8)k\nfilename_format=$jobname.$jobnum\ndirectory=/d\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -48,14 +60,27 @@ func FuzzParse(f *testing.F) {
 		}
 		return "", false
 	}
+	// Includes come from memory: inc.fio is a plain include, loop.fio
+	// includes itself, and any other name does not exist.
+	files := map[string]string{
+		"inc.fio":  "bs=8k\n[global]\nrw=randwrite\n[inc]\n",
+		"loop.fio": "include loop.fio\n",
+	}
+	readFile := func(path string) ([]byte, error) {
+		if d, ok := files[filepath.Base(path)]; ok {
+			return []byte(d), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	opt := ParseOptions{Env: env, Host: Host{CPUs: 4, MemoryMB: 2048}, ReadFile: readFile}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		jobs, err := Parse("fuzz.fio", bytes.NewReader(data), env)
+		jobs, err := ParseWith("fuzz.fio", bytes.NewReader(data), opt)
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error is %T, not *ParseError: %v", err, err)
 			}
-			if pe.File != "fuzz.fio" || pe.Line < 1 {
+			if pe.File == "" || pe.Line < 1 {
 				t.Fatalf("error names %s:%d: %v", pe.File, pe.Line, err)
 			}
 			n := 0
@@ -78,7 +103,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, js := range jobs {
 			switch {
-			case js.Line < 1 || js.File != "fuzz.fio":
+			case js.Line < 1 || js.File == "":
 				t.Fatalf("job %q at %s:%d", js.Name, js.File, js.Line)
 			case js.BS[0] <= 0 || js.BS[1] <= 0:
 				t.Fatalf("job %q bs %v", js.Name, js.BS)
@@ -106,6 +131,81 @@ func FuzzParse(f *testing.F) {
 			case !js.RandSeedSet && js.RandSeed != DefaultRandSeed:
 				t.Fatalf("job %q seed %#x not set but not default", js.Name, js.RandSeed)
 			}
+			checkNewFields(t, js)
 		}
 	})
+}
+
+// checkNewFields checks the invariants of the JobSpec fields of the
+// options beyond the first version's.
+func checkNewFields(t *testing.T, js JobSpec) {
+	t.Helper()
+	pct := func(what string, v int) {
+		if v < 0 || v > 100 {
+			t.Fatalf("job %q %s %d", js.Name, what, v)
+		}
+	}
+	pct("size%", js.SizePercent)
+	pct("offset%", js.OffsetPercent)
+	pct("offset_increment%", js.OffsetIncrementPercent)
+	if js.Size < 0 || js.Offset < 0 || js.OffsetIncrement < 0 || js.IOSize < 0 || js.NumberIOs < 0 {
+		t.Fatalf("job %q negative size, offset, increment, io_size or number_ios", js.Name)
+	}
+	if fs := js.FileSize; fs[0] < 0 || fs[0] > fs[1] || fs[0] == 0 && fs[1] != 0 {
+		t.Fatalf("job %q filesize %v", js.Name, fs)
+	}
+	for d := range 2 {
+		pct("percent sequential", js.PercentSequential[d])
+		if r := js.BSRange[d]; r != [2]int64{} && (r[0] <= 0 || r[0] > r[1]) {
+			t.Fatalf("job %q bsrange %v", js.Name, js.BSRange)
+		}
+		for _, e := range js.BSSplit[d] {
+			if e.BS <= 0 || e.Percent < 0 || e.Percent > 100 {
+				t.Fatalf("job %q bssplit %v", js.Name, js.BSSplit)
+			}
+		}
+		if js.BlockAlign[d] < 0 || js.Rate[d] < 0 || js.RateIOPS[d] < 0 || js.RateMin[d] < 0 || js.RateIOPSMin[d] < 0 {
+			t.Fatalf("job %q negative blockalign or rate", js.Name)
+		}
+		dist := js.Distribution[d]
+		switch dist.Kind {
+		case DistRandom:
+		case DistZipf, DistPareto, DistNormal:
+			if dist.Param < 0 || dist.HasCenter && (dist.Center < 0 || dist.Center > 1) {
+				t.Fatalf("job %q distribution %+v", js.Name, dist)
+			}
+		case DistZoned, DistZonedAbs:
+			sum := 0
+			for _, z := range dist.Zones {
+				sum += z.AccessPercent
+				if z.SizePercent < 0 || z.SizePercent > 100 || z.Size < 0 {
+					t.Fatalf("job %q zone %+v", js.Name, z)
+				}
+			}
+			if sum != 100 {
+				t.Fatalf("job %q zones sum to %d", js.Name, sum)
+			}
+		default:
+			t.Fatalf("job %q distribution kind %v", js.Name, dist.Kind)
+		}
+	}
+	if js.SeqNr < 0 || js.Loops < 0 || js.ThinkTimeBlocks < 0 || js.VerifyBacklog < 0 || js.VerifyBacklogBatch < 0 {
+		t.Fatalf("job %q negative count", js.Name)
+	}
+	if js.ThinkTime < 0 || js.ThinkTimeSpin < 0 || js.RateCycle < 0 || js.StartDelay[0] < 0 || js.StartDelay[0] > js.StartDelay[1] {
+		t.Fatalf("job %q bad durations", js.Name)
+	}
+	switch js.ExitWhat {
+	case "", "group", "stonewall", "all":
+	default:
+		t.Fatalf("job %q exit_what %q", js.Name, js.ExitWhat)
+	}
+	if js.Verify != "" && !verifyModes[js.Verify] {
+		t.Fatalf("job %q verify %q", js.Name, js.Verify)
+	}
+	switch js.RandomGenerator {
+	case "", "tausworthe64", "lfsr":
+	default:
+		t.Fatalf("job %q random_generator %q", js.Name, js.RandomGenerator)
+	}
 }

@@ -3,7 +3,6 @@ package workload
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -11,7 +10,8 @@ import (
 // This file holds the job-file option table: which fio options blksim
 // understands, how their values are parsed and where they land in a JobSpec.
 // Supporting another fio option means adding one row to optionTable (and a
-// JobSpec field for it); the parser in jobfile.go does not change.
+// JobSpec field for it, and honouring it in the runner); the parser in
+// jobfile.go does not change.
 
 // optionKind says how an option's text is parsed before its setter runs.
 // The kinds mirror fio's option types (parse.h FIO_OPT_*).
@@ -21,7 +21,7 @@ const (
 	// kindString is any non-empty text, passed on raw (fio FIO_OPT_STR_STORE).
 	kindString optionKind = iota
 	// kindSize is a non-negative integer with an optional size suffix
-	// (fio FIO_OPT_STR_VAL / FIO_OPT_ULL); see parseSize.
+	// (fio FIO_OPT_STR_VAL / FIO_OPT_ULL); see parseSizeKB.
 	kindSize
 	// kindInt is an integer within [min, max]. fio parses its integer
 	// options like sizes, so "iodepth=1k" is 1024 there and here.
@@ -34,6 +34,9 @@ const (
 	// kindTime is a non-negative integer with an optional time suffix, in
 	// seconds when there is none (fio FIO_OPT_STR_VAL_TIME, is_seconds).
 	kindTime
+	// kindTimeUS is kindTime in microseconds when there is no suffix (fio
+	// options with is_time but not is_seconds, such as thinktime).
+	kindTimeUS
 	// kindRaw hands the non-empty text to the setter, which parses it
 	// itself (lists, enumerations with modifiers).
 	kindRaw
@@ -42,12 +45,23 @@ const (
 // optionValue is a parsed option value. Raw is always set (the value after
 // ${VAR} expansion, "" for a bare option); the other field that is set
 // depends on the option's kind: Int for kindSize and kindInt, Bool for
-// kindBool and kindFlag, Dur for kindTime.
+// kindBool and kindFlag, Dur for kindTime and kindTimeUS.
 type optionValue struct {
 	Raw  string
 	Int  int64
 	Bool bool
 	Dur  time.Duration
+	// kb is the section's kb_base, for setters that parse sizes; kb_base's
+	// own setter stores through it.
+	kb *int64
+}
+
+// KB returns the kb_base sizes are read with.
+func (v optionValue) KB() int64 {
+	if v.kb == nil || *v.kb == 0 {
+		return defaultKBBase
+	}
+	return *v.kb
 }
 
 // option is one row of the option table.
@@ -58,6 +72,8 @@ type option struct {
 	kind    optionKind
 	// min and max bound a kindInt value, inclusive.
 	min, max int64
+	// expectText, if set, describes a good kindRaw or kindString value.
+	expectText string
 	// set stores v into js. It returns an error made by badValue or
 	// notModelled when the value is acceptable to fio but not to blksim,
 	// or is wrong in a way the kind cannot see.
@@ -78,19 +94,37 @@ var asyncEngines = map[string]bool{"libaio": true, "io_uring": true}
 // modelledEngines names the engines blksim models, for error messages.
 const modelledEngines = "psync, sync, pvsync, libaio, io_uring"
 
+// verifyModes are fio's verify= checksum types (options.c). blksim's
+// stamps check the same thing for all of them.
+var verifyModes = map[string]bool{
+	"md5": true, "crc64": true, "crc32": true, "crc32c": true, "crc32c-intel": true,
+	"crc16": true, "crc7": true, "sha1": true, "sha256": true, "sha512": true,
+	"sha3-224": true, "sha3-256": true, "sha3-384": true, "sha3-512": true,
+	"xxhash": true, "meta": true, "null": true,
+}
+
 // optionTable lists every option blksim understands, with fio's aliases.
-// Facts about fio come from its options.c (names, aliases, types, bounds).
+// Facts about fio come from its options.c (names, aliases, types, bounds)
+// and from fio 3.33 itself (fio --cmdhelp, --debug=parse).
 var optionTable = []option{
 	{name: "name", kind: kindString, set: func(js *JobSpec, v optionValue) error {
 		js.Name = v.Raw
 		return nil
 	}},
-	{name: "rw", aliases: []string{"readwrite"}, kind: kindRaw, set: func(js *JobSpec, v optionValue) error {
-		m, err := parseRW(v.Raw)
-		if err != nil {
-			return err
+	{name: "description", kind: kindString, set: func(js *JobSpec, v optionValue) error {
+		js.Description = v.Raw
+		return nil
+	}},
+	{name: "rw", aliases: []string{"readwrite"}, kind: kindRaw, expectText: rwExpect, set: setRW},
+	{name: "rw_sequencer", kind: kindRaw, expectText: "sequential or identical", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "sequential":
+			js.RWSequencerIdentical = false
+		case "identical":
+			js.RWSequencerIdentical = true
+		default:
+			return badValue(v.Raw, "expected sequential or identical")
 		}
-		js.RW = m
 		return nil
 	}},
 	{name: "rwmixread", kind: kindInt, min: 0, max: 100, set: func(js *JobSpec, v optionValue) error {
@@ -101,25 +135,105 @@ var optionTable = []option{
 		js.RWMixRead = 100 - int(v.Int)
 		return nil
 	}},
-	{name: "bs", aliases: []string{"blocksize"}, kind: kindRaw, set: func(js *JobSpec, v optionValue) error {
-		return parseBS(v.Raw, &js.BS)
+	{name: "bs", aliases: []string{"blocksize"}, kind: kindRaw, expectText: bsExpect, set: func(js *JobSpec, v optionValue) error {
+		return parseBS(v.Raw, v.KB(), js)
 	}},
-	{name: "size", kind: kindRaw, set: func(js *JobSpec, v optionValue) error {
-		switch {
-		case strings.HasSuffix(v.Raw, "%"):
-			return notModelled("size %q as a percentage of the file is not modelled by blksim", v.Raw)
-		case strings.HasSuffix(v.Raw, "z"):
-			return notModelled("size %q in zones is not modelled by blksim", v.Raw)
-		}
-		n, err := parseSize(v.Raw)
+	{name: "bsrange", aliases: []string{"blocksize_range"}, kind: kindRaw, expectText: bsrangeExpect, set: setBSRange},
+	{name: "bssplit", kind: kindRaw, expectText: bssplitExpect, set: setBSSplit},
+	{name: "ba", aliases: []string{"blockalign"}, kind: kindRaw, expectText: "a positive size, or comma-separated read,write sizes", set: func(js *JobSpec, v optionValue) error {
+		vals, set, err := parseDirList(v.Raw, "a positive size", func(s string) (int64, error) {
+			n, err := parseSizeKB(s, v.KB())
+			if err == nil && n == 0 {
+				err = badValue(v.Raw, "block alignment must be positive")
+			}
+			return n, err
+		})
 		if err != nil {
 			return err
 		}
-		js.Size = n
+		for d := range 2 {
+			if set[d] {
+				js.BlockAlign[d] = vals[d]
+			}
+		}
+		return nil
+	}},
+	{name: "size", kind: kindRaw, expectText: sizePercentExpect, set: func(js *JobSpec, v optionValue) error {
+		if strings.HasSuffix(v.Raw, "z") && countDigits(v.Raw) == len(v.Raw)-1 {
+			return notModelled("size %q in zones is not modelled by blksim (zonemode is not modelled)", v.Raw)
+		}
+		n, pct, err := parseSizePercentKB(v.Raw, v.KB())
+		if err != nil {
+			return err
+		}
+		js.Size, js.SizePercent = n, pct
+		return nil
+	}},
+	{name: "filesize", kind: kindRaw, expectText: "a size, or a range such as 1m-4m", set: func(js *JobSpec, v optionValue) error {
+		lo, hi, err := parseSizeRange(v.Raw, v.KB())
+		if err != nil {
+			return err
+		}
+		if lo == 0 {
+			return badValue(v.Raw, "a file size must be positive")
+		}
+		js.FileSize = [2]int64{lo, hi}
+		return nil
+	}},
+	{name: "io_size", aliases: []string{"io_limit"}, kind: kindRaw, expectText: sizeExpect, set: func(js *JobSpec, v optionValue) error {
+		n, pct, err := parseSizePercentKB(v.Raw, v.KB())
+		if err != nil {
+			return err
+		}
+		if pct != 0 {
+			return notModelled("io_size %q as a percentage is not modelled by blksim; give it in bytes", v.Raw)
+		}
+		js.IOSize = n
+		return nil
+	}},
+	{name: "number_ios", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.NumberIOs = v.Int
+		return nil
+	}},
+	{name: "offset", aliases: []string{"fileoffset"}, kind: kindRaw, expectText: sizePercentExpect, set: func(js *JobSpec, v optionValue) error {
+		n, pct, err := parseSizePercentKB(v.Raw, v.KB())
+		if err != nil {
+			return err
+		}
+		js.Offset, js.OffsetPercent = n, pct
+		return nil
+	}},
+	{name: "offset_increment", kind: kindRaw, expectText: sizePercentExpect, set: func(js *JobSpec, v optionValue) error {
+		n, pct, err := parseSizePercentKB(v.Raw, v.KB())
+		if err != nil {
+			return err
+		}
+		js.OffsetIncrement, js.OffsetIncrementPercent = n, pct
+		return nil
+	}},
+	{name: "fill_device", aliases: []string{"fill_fs"}, kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.FillDevice = v.Bool
 		return nil
 	}},
 	{name: "filename", kind: kindString, set: func(js *JobSpec, v optionValue) error {
 		js.Filename = v.Raw
+		return nil
+	}},
+	{name: "directory", kind: kindString, set: func(js *JobSpec, v optionValue) error {
+		if strings.ContainsRune(v.Raw, ':') {
+			return notModelled("several directories (%q) are not modelled by blksim (one file per job)", v.Raw)
+		}
+		js.Directory = v.Raw
+		return nil
+	}},
+	{name: "filename_format", kind: kindString, set: func(js *JobSpec, v optionValue) error {
+		js.FilenameFormat = v.Raw
+		return nil
+	}},
+	{name: "nrfiles", aliases: []string{"nr_files"}, kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		if v.Int > 1 {
+			return notModelled("nrfiles=%d is not modelled by blksim (one file per job)", v.Int)
+		}
 		return nil
 	}},
 	{name: "numjobs", kind: kindInt, min: 1, max: maxJobs, set: func(js *JobSpec, v optionValue) error {
@@ -130,6 +244,10 @@ var optionTable = []option{
 		js.Thread = v.Bool
 		return nil
 	}},
+	// fio registers its tiobench profile's options with the job options,
+	// so fio accepts threads=N in any job file and ignores it outside
+	// --profile=tiobench; blksim does the same.
+	{name: "threads", kind: kindInt, min: 0, max: math.MaxInt32, set: func(*JobSpec, optionValue) error { return nil }},
 	{name: "ioengine", kind: kindString, set: func(js *JobSpec, v optionValue) error {
 		if !syncEngines[v.Raw] && !asyncEngines[v.Raw] {
 			return notModelled("ioengine %q is not modelled by blksim (modelled: %s)", v.Raw, modelledEngines)
@@ -159,6 +277,17 @@ var optionTable = []option{
 		js.IODepthLow = int(v.Int)
 		return nil
 	}},
+	{name: "io_submit_mode", kind: kindRaw, expectText: "inline or offload", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "inline":
+			js.SubmitOffload = false
+		case "offload":
+			js.SubmitOffload = true
+		default:
+			return badValue(v.Raw, "expected inline or offload")
+		}
+		return nil
+	}},
 	{name: "direct", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
 		js.Direct = v.Bool
 		return nil
@@ -180,15 +309,194 @@ var optionTable = []option{
 		js.RampTime = v.Dur
 		return nil
 	}},
+	{name: "startdelay", kind: kindRaw, expectText: "a time such as 5s (seconds if no unit), or a range such as 1-5", set: func(js *JobSpec, v optionValue) error {
+		lo, hi, err := parseTimeRange(v.Raw, time.Second)
+		if err != nil {
+			return err
+		}
+		js.StartDelay = [2]time.Duration{lo, hi}
+		return nil
+	}},
+	{name: "loops", kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		// fio: loops=0 runs once, as loops=1 does.
+		js.Loops = int(v.Int)
+		return nil
+	}},
 	{name: "randseed", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
 		js.RandSeed = uint64(v.Int)
 		js.RandSeedSet = true
+		return nil
+	}},
+	{name: "randrepeat", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.NoRandRepeat = !v.Bool
+		return nil
+	}},
+	{name: "norandommap", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
+		js.NoRandomMap = v.Bool
+		return nil
+	}},
+	{name: "percentage_random", kind: kindRaw, expectText: "a percentage from 0 to 100, or comma-separated read,write percentages", set: func(js *JobSpec, v optionValue) error {
+		vals, set, err := parseDirList(v.Raw, "a percentage from 0 to 100", func(s string) (int64, error) {
+			n, err := parseInt(s, v.KB())
+			if err == nil && n > 100 {
+				err = badValue(v.Raw, "expected a percentage from 0 to 100")
+			}
+			return n, err
+		})
+		if err != nil {
+			return err
+		}
+		for d := range 2 {
+			if set[d] {
+				js.PercentSequential[d] = 100 - int(vals[d])
+			}
+		}
+		return nil
+	}},
+	{name: "random_distribution", kind: kindRaw, expectText: distExpect, set: setDistribution},
+	{name: "random_generator", kind: kindRaw, expectText: "tausworthe, tausworthe64 or lfsr", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "tausworthe":
+			js.RandomGenerator = ""
+		case "tausworthe64", "lfsr":
+			js.RandomGenerator = v.Raw
+		default:
+			return badValue(v.Raw, "expected tausworthe, tausworthe64 or lfsr")
+		}
+		return nil
+	}},
+	{name: "rate", kind: kindRaw, expectText: rateExpect, set: func(js *JobSpec, v optionValue) error {
+		return setDirSizes(v, &js.Rate)
+	}},
+	{name: "rate_iops", kind: kindRaw, expectText: rateExpect, set: func(js *JobSpec, v optionValue) error {
+		return setDirSizes(v, &js.RateIOPS)
+	}},
+	{name: "rate_min", aliases: []string{"ratemin"}, kind: kindRaw, expectText: rateExpect, set: func(js *JobSpec, v optionValue) error {
+		return setDirSizes(v, &js.RateMin)
+	}},
+	{name: "rate_iops_min", kind: kindRaw, expectText: rateExpect, set: func(js *JobSpec, v optionValue) error {
+		return setDirSizes(v, &js.RateIOPSMin)
+	}},
+	{name: "rate_cycle", aliases: []string{"ratecycle"}, kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		// fio: milliseconds.
+		js.RateCycle = time.Duration(v.Int) * time.Millisecond
+		return nil
+	}},
+	{name: "rate_process", kind: kindRaw, expectText: "linear or poisson", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "linear":
+			js.RatePoisson = false
+		case "poisson":
+			js.RatePoisson = true
+		default:
+			return badValue(v.Raw, "expected linear or poisson")
+		}
+		return nil
+	}},
+	{name: "thinktime", kind: kindTimeUS, set: func(js *JobSpec, v optionValue) error {
+		js.ThinkTime = v.Dur
+		return nil
+	}},
+	{name: "thinktime_spin", kind: kindTimeUS, set: func(js *JobSpec, v optionValue) error {
+		js.ThinkTimeSpin = v.Dur
+		return nil
+	}},
+	{name: "thinktime_blocks", kind: kindInt, min: 1, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.ThinkTimeBlocks = int(v.Int)
+		return nil
+	}},
+	{name: "thinktime_blocks_type", kind: kindRaw, expectText: "complete or issue", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "complete":
+			js.ThinkTimeIssue = false
+		case "issue":
+			js.ThinkTimeIssue = true
+		default:
+			return badValue(v.Raw, "expected complete or issue")
+		}
+		return nil
+	}},
+	{name: "exitall", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
+		js.ExitAll = v.Bool
+		return nil
+	}},
+	{name: "exit_what", kind: kindRaw, expectText: "group, stonewall or all", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "group", "stonewall", "all":
+			js.ExitWhat = v.Raw
+		default:
+			return badValue(v.Raw, "expected group, stonewall or all")
+		}
+		return nil
+	}},
+	{name: "stonewall", aliases: []string{"wait_for_previous"}, kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
+		js.Stonewall = v.Bool
+		return nil
+	}},
+	{name: "new_group", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
+		js.NewGroup = v.Bool
+		return nil
+	}},
+	{name: "wait_for", kind: kindString, set: func(js *JobSpec, v optionValue) error {
+		js.WaitFor = v.Raw
 		return nil
 	}},
 	{name: "group_reporting", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
 		js.GroupReporting = v.Bool
 		return nil
 	}},
+	{name: "verify", kind: kindRaw, expectText: verifyExpect, set: func(js *JobSpec, v optionValue) error {
+		switch {
+		case v.Raw == "0":
+			js.Verify = ""
+		case v.Raw == "pattern":
+			return notModelled("verify=pattern is not modelled by blksim (blksim carries data as stamps, not contents; use a checksum type)")
+		case verifyModes[v.Raw]:
+			js.Verify = v.Raw
+		default:
+			return badValue(v.Raw, "expected %s", verifyExpect)
+		}
+		return nil
+	}},
+	{name: "do_verify", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.NoDoVerify = !v.Bool
+		return nil
+	}},
+	{name: "verify_only", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
+		js.VerifyOnly = v.Bool
+		return nil
+	}},
+	{name: "verify_fatal", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.VerifyFatal = v.Bool
+		return nil
+	}},
+	{name: "verify_backlog", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.VerifyBacklog = v.Int
+		return nil
+	}},
+	{name: "verify_backlog_batch", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.VerifyBacklogBatch = v.Int
+		return nil
+	}},
+	{name: "kb_base", kind: kindRaw, expectText: "1024 or 1000", set: func(js *JobSpec, v optionValue) error {
+		var n int64
+		switch v.Raw {
+		case "1024":
+			n = 1024
+		case "1000":
+			n = 1000
+		default:
+			return badValue(v.Raw, "expected 1024 or 1000")
+		}
+		if v.kb != nil {
+			*v.kb = n
+		}
+		return nil
+	}},
+	// fio lays files out (writes them) before a job starts; blksim creates
+	// them laid out at no simulated cost, so laying them out one at a time
+	// or all at once takes the same (no) time.
+	{name: "create_serialize", kind: kindBool, set: func(*JobSpec, optionValue) error { return nil }},
 }
 
 // optionIndex maps every option name and alias to its table row.
@@ -215,10 +523,11 @@ func lookupOption(name string) (*option, bool) {
 	return o, ok
 }
 
-// apply parses raw according to o's kind and stores it into js. bare means
-// the option was given without "=" (raw is then "").
-func (o *option) apply(js *JobSpec, raw string, bare bool) error {
-	v := optionValue{Raw: raw}
+// apply parses raw according to o's kind and stores it into js; kb is the
+// section's kb_base (nil: 1024). bare means the option was given without
+// "=" (raw is then "").
+func (o *option) apply(js *JobSpec, kb *int64, raw string, bare bool) error {
+	v := optionValue{Raw: raw, kb: kb}
 	switch o.kind {
 	case kindBool, kindFlag:
 		if bare {
@@ -237,13 +546,13 @@ func (o *option) apply(js *JobSpec, raw string, bare bool) error {
 	}
 	switch o.kind {
 	case kindSize:
-		n, err := parseSize(raw)
+		n, err := parseSizeKB(raw, v.KB())
 		if err != nil {
 			return err
 		}
 		v.Int = n
 	case kindInt:
-		n, err := parseSize(raw)
+		n, err := parseInt(raw, v.KB())
 		if err != nil {
 			return err
 		}
@@ -251,8 +560,12 @@ func (o *option) apply(js *JobSpec, raw string, bare bool) error {
 			return badValue(raw, "%s", o.expect())
 		}
 		v.Int = n
-	case kindTime:
-		d, err := parseTime(raw)
+	case kindTime, kindTimeUS:
+		unit := time.Second
+		if o.kind == kindTimeUS {
+			unit = time.Microsecond
+		}
+		d, err := parseTimeUnit(raw, unit)
 		if err != nil {
 			return err
 		}
@@ -275,27 +588,35 @@ func (o *option) expect() string {
 		return "expected 0 or 1"
 	case kindTime:
 		return "expected " + timeExpect
+	case kindTimeUS:
+		return "expected " + timeUSExpect
 	}
-	switch o.name {
-	case "rw":
-		return "expected " + rwExpect
-	case "bs":
-		return "expected " + bsExpect
-	case "size":
-		return "expected " + sizeExpect
+	if o.expectText != "" {
+		return "expected " + o.expectText
 	}
 	return "expected a non-empty string"
 }
 
 const (
-	sizeExpect = "a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k"
-	timeExpect = "a non-negative integer with an optional suffix us, ms, s, m, h or d (seconds if none), e.g. 30s"
-	rwExpect   = "one of read, write, randread, randwrite, rw, readwrite, randrw"
-	bsExpect   = "a positive size such as 4k, or comma-separated read,write sizes such as 4k,64k"
+	sizeExpect        = "a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k"
+	sizePercentExpect = "a size such as 4k, or a percentage such as 50%"
+	timeExpect        = "a non-negative integer with an optional suffix us, ms, s, m, h or d (seconds if none), e.g. 30s"
+	timeUSExpect      = "a non-negative integer with an optional suffix us, ms, s, m, h or d (microseconds if none), e.g. 500"
+	rwExpect          = "one of read, write, randread, randwrite, rw, readwrite, randrw, optionally with :N"
+	bsExpect          = "a positive size such as 4k, or comma-separated read,write sizes such as 4k,64k"
+	bsrangeExpect     = "a range such as 4k-16k, or comma-separated read,write ranges such as 4k-16k,8k-64k"
+	bssplitExpect     = "SIZE/PERCENT entries separated by ':', such as 4k/60:64k/40, optionally a list per direction separated by ','"
+	rateExpect        = "a number (bytes or IOs per second) with an optional suffix, or comma-separated read,write values"
+	distExpect        = "random, zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]], zoned:ACCESS/RANGE:... or zoned_abs:ACCESS/SIZE:..."
+	verifyExpect      = "0, md5, crc64, crc32, crc32c, crc32c-intel, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or null"
 )
 
-// parseRW parses an rw= value. fio's spellings are case-sensitive.
-func parseRW(raw string) (RWMode, error) {
+// setRW parses an rw= value and its optional ":N" modifier. fio's
+// spellings are case-sensitive. For the sequential modes N is a size added
+// to each offset (negative to go backwards); for the random modes it is
+// the number of IOs per random offset (fio options.c str_rw_cb).
+func setRW(js *JobSpec, v optionValue) error {
+	raw := v.Raw
 	base, mod, hasMod := strings.Cut(raw, ":")
 	var m RWMode
 	switch base {
@@ -312,187 +633,435 @@ func parseRW(raw string) (RWMode, error) {
 	case "randrw":
 		m = RWRandRW
 	case "trim", "randtrim", "trimwrite", "randtrimwrite":
-		return 0, notModelled("rw=%s: trim is not modelled by blksim", base)
+		return notModelled("rw=%s: trim is not modelled by blksim", base)
 	default:
-		return 0, badValue(raw, "expected %s", rwExpect)
+		return badValue(raw, "expected %s", rwExpect)
 	}
-	if hasMod {
-		return 0, notModelled("rw modifier %q (fio's rw=%s:N) is not modelled by blksim", ":"+mod, base)
+	js.RW = m
+	js.SeqAdd, js.SeqNr = 0, 0
+	if !hasMod {
+		return nil
 	}
-	return m, nil
+	if m.Random() {
+		n, err := parseInteger(mod)
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return badValue(raw, "the :N of a random mode is the number of IOs per random offset, an integer >= 1")
+		}
+		js.SeqNr = int(n)
+		return nil
+	}
+	neg := strings.HasPrefix(mod, "-")
+	n, err := parseSizeKB(strings.TrimPrefix(mod, "-"), v.KB())
+	if err != nil {
+		return badValue(raw, "the :N of a sequential mode is a size to skip after each IO, such as 4k or -8k")
+	}
+	if neg {
+		n = -n
+	}
+	js.SeqAdd = n
+	return nil
 }
 
-// parseBS parses a bs= value into bs (read, write). fio's form is
-// "READ[,WRITE[,TRIM]]": one size sets every direction; with more, each
-// side is set separately and an empty side keeps its current value. A
-// single trailing comma is ignored, as fio does. The trim size is checked
-// but not kept.
-func parseBS(raw string, bs *[2]int64) error {
+// parseDirList parses fio's per-direction list "READ[,WRITE[,TRIM]]" with
+// one: a value without a comma sets every direction; otherwise each
+// non-empty part sets its own direction (fio 3.33: "8k," sets reads only).
+// The trim part is checked but not kept.
+func parseDirList(raw, expect string, one func(string) (int64, error)) (vals [2]int64, set [2]bool, err error) {
 	parts := strings.Split(raw, ",")
-	if len(parts) > 1 && parts[len(parts)-1] == "" {
-		parts = parts[:len(parts)-1]
-	}
 	if len(parts) > 3 {
-		return badValue(raw, "at most three comma-separated sizes (read,write,trim)")
+		return vals, set, badValue(raw, "at most three comma-separated values (read,write,trim)")
 	}
-	var vals [3]int64
 	given := false
 	for i, p := range parts {
 		if p == "" {
 			continue
 		}
-		n, err := parseSize(p)
+		n, err := one(p)
+		if err != nil {
+			return vals, set, err
+		}
+		given = true
+		if i < 2 {
+			vals[i], set[i] = n, true
+		}
+	}
+	if !given {
+		return vals, set, badValue(raw, "expected %s", expect)
+	}
+	if len(parts) == 1 {
+		vals[1], set[1] = vals[0], true
+	}
+	return vals, set, nil
+}
+
+// parseBS parses a bs= value into js.BS (read, write); a direction it
+// sets loses its bsrange, which fio keeps in the same fields.
+func parseBS(raw string, kb int64, js *JobSpec) error {
+	vals, set, err := parseDirList(raw, bsExpect, func(s string) (int64, error) {
+		n, err := parseSizeKB(s, kb)
+		if err == nil && n == 0 {
+			err = badValue(raw, "block size must be positive")
+		}
+		return n, err
+	})
+	if err != nil {
+		return err
+	}
+	for d := range 2 {
+		if set[d] {
+			js.BS[d] = vals[d]
+			js.BSRange[d] = [2]int64{}
+		}
+	}
+	return nil
+}
+
+// setDirSizes parses a per-direction list of sizes (rate=, rate_iops=, ...).
+func setDirSizes(v optionValue, dst *[2]int64) error {
+	vals, set, err := parseDirList(v.Raw, rateExpect, func(s string) (int64, error) { return parseSizeKB(s, v.KB()) })
+	if err != nil {
+		return err
+	}
+	for d := range 2 {
+		if set[d] {
+			dst[d] = vals[d]
+		}
+	}
+	return nil
+}
+
+// parseSizeRange parses "SIZE" or "LOW-HIGH" (or "LOW:HIGH"), swapping a
+// reversed range as fio does.
+func parseSizeRange(raw string, kb int64) (lo, hi int64, err error) {
+	a, b, isRange := cutRange(raw)
+	if lo, err = parseSizeKB(a, kb); err != nil {
+		return 0, 0, err
+	}
+	hi = lo
+	if isRange {
+		if hi, err = parseSizeKB(b, kb); err != nil {
+			return 0, 0, err
+		}
+	}
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	return lo, hi, nil
+}
+
+// parseTimeRange parses "TIME" or "LOW-HIGH" times in unit.
+func parseTimeRange(raw string, unit time.Duration) (lo, hi time.Duration, err error) {
+	a, b, isRange := cutRange(raw)
+	if lo, err = parseTimeUnit(a, unit); err != nil {
+		return 0, 0, err
+	}
+	hi = lo
+	if isRange {
+		if hi, err = parseTimeUnit(b, unit); err != nil {
+			return 0, 0, err
+		}
+	}
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	return lo, hi, nil
+}
+
+// cutRange splits "A-B" or "A:B" (fio FIO_OPT_RANGE); an expression in
+// parentheses is not split.
+func cutRange(raw string) (a, b string, ok bool) {
+	if strings.HasPrefix(raw, "(") {
+		return raw, "", false
+	}
+	if i := strings.IndexAny(raw, "-:"); i > 0 {
+		return raw[:i], raw[i+1:], true
+	}
+	return raw, "", false
+}
+
+// setBSRange parses bsrange=LOW-HIGH[,LOW-HIGH[,LOW-HIGH]].
+func setBSRange(js *JobSpec, v optionValue) error {
+	parts := strings.Split(v.Raw, ",")
+	if len(parts) > 3 {
+		return badValue(v.Raw, "at most three comma-separated ranges (read,write,trim)")
+	}
+	var ranges [2][2]int64
+	var set [2]bool
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if _, _, ok := cutRange(p); !ok {
+			return badValue(v.Raw, "expected %s", bsrangeExpect)
+		}
+		lo, hi, err := parseSizeRange(p, v.KB())
 		if err != nil {
 			return err
 		}
-		if n == 0 {
-			return badValue(raw, "block size must be positive")
+		if lo == 0 {
+			return badValue(v.Raw, "block size must be positive")
 		}
-		vals[i] = n
-		given = true
+		if i < 2 {
+			ranges[i], set[i] = [2]int64{lo, hi}, true
+		}
 	}
-	if !given {
-		return badValue(raw, "expected %s", bsExpect)
+	if !set[0] && !set[1] {
+		return badValue(v.Raw, "expected %s", bsrangeExpect)
 	}
 	if len(parts) == 1 {
-		bs[0], bs[1] = vals[0], vals[0]
+		ranges[1], set[1] = ranges[0], true
+	}
+	for d := range 2 {
+		if set[d] {
+			js.BSRange[d] = ranges[d]
+		}
+	}
+	return nil
+}
+
+// splitEntry is one parsed ":"-separated entry of bssplit or a zoned
+// distribution: VAL1[/VAL2]; val2 is -1 when missing (or 0, for the
+// percentage forms, as fio's atoi gives).
+type splitEntry struct {
+	val1, val2 int64
+}
+
+// parseSplit parses one direction's "A/B:C/D:..." list as fio's
+// split_parse_ddir does: val1 is a size (or a plain number read as one);
+// val2 is a percentage (atoi, capped at 100, 0 or missing meaning
+// "missing"), or with absolute a size (missing: 0).
+func parseSplit(raw, list string, kb int64, absolute bool, maxEntries int) ([]splitEntry, error) {
+	var out []splitEntry
+	for _, e := range strings.Split(list, ":") {
+		if e == "" {
+			break
+		}
+		a, b, hasB := strings.Cut(e, "/")
+		v1, err := parseSizeKB(a, kb)
+		if err != nil {
+			return nil, err
+		}
+		v2 := int64(-1)
+		switch {
+		case absolute && hasB:
+			if v2, err = parseSizeKB(b, kb); err != nil {
+				return nil, err
+			}
+		case absolute:
+			v2 = 0
+		case hasB:
+			if b != "" {
+				n, err := parseInteger(b)
+				if err != nil {
+					return nil, badValue(raw, "percentage %q is not an integer", b)
+				}
+				v2 = min(n, 100)
+				if v2 == 0 {
+					v2 = -1
+				}
+			}
+		}
+		out = append(out, splitEntry{v1, v2})
+		if len(out) == maxEntries {
+			return nil, badValue(raw, "more than %d entries", maxEntries-1)
+		}
+	}
+	return out, nil
+}
+
+// splitDirs splits a per-direction list "READ,WRITE[,TRIM]" as fio's
+// str_split_parse does: without a comma the list is for every direction.
+func splitDirs(raw string) (lists [2]string, err error) {
+	parts := strings.Split(raw, ",")
+	switch len(parts) {
+	case 1:
+		return [2]string{raw, raw}, nil
+	case 2, 3:
+		return [2]string{parts[0], parts[1]}, nil
+	}
+	return lists, badValue(raw, "at most three comma-separated lists (read,write,trim)")
+}
+
+// setBSSplit parses bssplit= (fio options.c bssplit_ddir).
+func setBSSplit(js *JobSpec, v optionValue) error {
+	lists, err := splitDirs(v.Raw)
+	if err != nil {
+		return err
+	}
+	var out [2][]BSSplitEntry
+	for d, list := range lists {
+		entries, err := parseSplit(v.Raw, list, v.KB(), false, 65)
+		if err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		perc, missing := 0, 0
+		for _, e := range entries {
+			if e.val1 == 0 {
+				return badValue(v.Raw, "block size must be positive")
+			}
+			if e.val2 < 0 {
+				missing++
+			} else {
+				perc += int(e.val2)
+			}
+		}
+		if perc > 100 && missing > 1 {
+			return badValue(v.Raw, "bssplit percentages add to more than 100%%")
+		}
+		split := make([]BSSplitEntry, len(entries))
+		for i, e := range entries {
+			p := int(e.val2)
+			if e.val2 < 0 {
+				// The entries without a percentage share what is left.
+				p = max(100-perc, 0) / missing
+			}
+			split[i] = BSSplitEntry{BS: e.val1, Percent: p}
+		}
+		out[d] = split
+	}
+	if out[0] == nil && out[1] == nil {
+		return badValue(v.Raw, "expected %s", bssplitExpect)
+	}
+	for d := range 2 {
+		if out[d] != nil {
+			js.BSSplit[d] = out[d]
+		}
+	}
+	return nil
+}
+
+// Default parameters of fio's distributions (fio.h FIO_DEF_ZIPF,
+// FIO_DEF_PARETO).
+const (
+	defZipfTheta = 1.1
+	defParetoH   = 0.2
+)
+
+// setDistribution parses random_distribution= (fio options.c
+// str_random_distribution_cb, parse_zoned_distribution).
+func setDistribution(js *JobSpec, v optionValue) error {
+	raw := v.Raw
+	kind, rest, _ := strings.Cut(raw, ":")
+	var d Distribution
+	switch kind {
+	case "random":
+		if rest != "" {
+			return badValue(raw, "random takes no parameter")
+		}
+		js.Distribution = [2]Distribution{}
+		return nil
+	case "zipf", "pareto", "normal":
+		switch kind {
+		case "zipf":
+			d = Distribution{Kind: DistZipf, Param: defZipfTheta}
+		case "pareto":
+			d = Distribution{Kind: DistPareto, Param: defParetoH}
+		default:
+			d = Distribution{Kind: DistNormal}
+		}
+		if rest != "" {
+			p, c, hasC := strings.Cut(rest, ":")
+			f, ok := parseFloat(p)
+			if !ok {
+				return badValue(raw, "expected %s", distExpect)
+			}
+			d.Param = f
+			if hasC {
+				if d.Center, ok = parseFloat(c); !ok || d.Center > 1 {
+					return badValue(raw, "the distribution's center must be from 0 to 1")
+				}
+				d.HasCenter = true
+			}
+		}
+		switch {
+		case d.Kind == DistZipf && d.Param == 1:
+			return badValue(raw, "zipf theta must be different from 1.0")
+		case d.Kind == DistPareto && (d.Param <= 0 || d.Param >= 1):
+			return badValue(raw, "pareto input must be between 0 and 1 (exclusive)")
+		case d.Kind == DistNormal && d.Param >= 100:
+			return badValue(raw, "normal deviation must be from 0 to below 100")
+		}
+		js.Distribution = [2]Distribution{d, d}
+		return nil
+	case "zoned", "zoned_abs":
+		abs := kind == "zoned_abs"
+		lists, err := splitDirs(rest)
+		if err != nil {
+			return err
+		}
+		var out [2]Distribution
+		for dir, list := range lists {
+			zd, err := parseZones(raw, list, v.KB(), abs)
+			if err != nil {
+				return err
+			}
+			out[dir] = zd
+		}
+		if out[0].Zones == nil && out[1].Zones == nil {
+			return badValue(raw, "expected %s", distExpect)
+		}
+		for dir := range 2 {
+			if out[dir].Zones == nil {
+				out[dir] = Distribution{}
+			}
+		}
+		js.Distribution = out
 		return nil
 	}
-	for i := 0; i < 2; i++ {
-		if vals[i] != 0 {
-			bs[i] = vals[i]
+	if kind == "sequence" || kind == "gauss" {
+		return notModelled("random_distribution=%s is not modelled by blksim", kind)
+	}
+	return badValue(raw, "expected %s", distExpect)
+}
+
+// parseZones parses one direction's zone list (fio zone_split_ddir).
+func parseZones(raw, list string, kb int64, abs bool) (Distribution, error) {
+	entries, err := parseSplit(raw, list, kb, abs, 257)
+	if err != nil {
+		return Distribution{}, err
+	}
+	if len(entries) == 0 {
+		return Distribution{}, nil
+	}
+	perc, sperc, smissing := 0, 0, 0
+	for _, e := range entries {
+		if e.val1 > 100 {
+			return Distribution{}, badValue(raw, "an access percentage must be at most 100")
+		}
+		perc += int(e.val1)
+		if !abs {
+			if e.val2 < 0 {
+				smissing++
+			} else {
+				sperc += int(e.val2)
+			}
 		}
 	}
-	return nil
-}
-
-// sizeSuffixes maps a lower-cased size suffix to its multiplier.
-//
-// Source: fio parse.c, __get_mult_bytes, with fio's default kb_base=1024.
-// k/m/g/t/p, with or without a trailing b, are powers of 1024. The IEC
-// spellings kib/mib/gib/tib/pib are powers of 1000: fio's "compatibility
-// mode", documented in its HOWTO under kb_base, deliberately reverses the
-// IEC meaning. fio matches "kib" exactly but "k" as a prefix, so "ki"
-// (without the b) is 1024. A lone "b" means bytes. fio ignores anything
-// after a recognised prefix ("4kfoo" is 4096 there); blksim rejects it.
-var sizeSuffixes = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "kb": 1 << 10, "ki": 1 << 10, "kib": 1e3,
-	"m": 1 << 20, "mb": 1 << 20, "mi": 1 << 20, "mib": 1e6,
-	"g": 1 << 30, "gb": 1 << 30, "gi": 1 << 30, "gib": 1e9,
-	"t": 1 << 40, "tb": 1 << 40, "ti": 1 << 40, "tib": 1e12,
-	"p": 1 << 50, "pb": 1 << 50, "pi": 1 << 50, "pib": 1e15,
-}
-
-// parseSize parses fio's size type: a decimal integer with an optional
-// case-insensitive suffix from sizeSuffixes, or a hexadecimal integer with
-// a 0x prefix and no suffix. The result fits in an int64.
-func parseSize(raw string) (int64, error) {
-	if err := checkNumeric(raw); err != nil {
-		return 0, err
+	if perc > 100 || sperc > 100 {
+		return Distribution{}, badValue(raw, "zone percentages add to more than 100%%")
 	}
-	if isHex(raw) {
-		n, err := parseInteger(raw)
-		if err != nil {
-			return 0, badValue(raw, "expected %s", sizeExpect)
+	if perc < 100 {
+		return Distribution{}, badValue(raw, "access percentages add up to %d, not 100", perc)
+	}
+	d := Distribution{Kind: DistZoned}
+	if abs {
+		d.Kind = DistZonedAbs
+	}
+	d.Zones = make([]Zone, len(entries))
+	for i, e := range entries {
+		z := Zone{AccessPercent: int(e.val1)}
+		switch {
+		case abs:
+			z.Size = e.val2
+		case e.val2 < 0:
+			z.SizePercent = (100 - sperc) / smissing
+		default:
+			z.SizePercent = int(e.val2)
 		}
-		return n, nil
+		d.Zones[i] = z
 	}
-	i := countDigits(raw)
-	if i == 0 {
-		return 0, badValue(raw, "expected %s", sizeExpect)
-	}
-	n, err := strconv.ParseInt(raw[:i], 10, 64)
-	if err != nil {
-		return 0, badValue(raw, "number too large")
-	}
-	mult, ok := sizeSuffixes[strings.ToLower(raw[i:])]
-	if !ok {
-		return 0, badValue(raw, "unknown size suffix %q: expected %s", raw[i:], sizeExpect)
-	}
-	if n > math.MaxInt64/mult {
-		return 0, badValue(raw, "number too large")
-	}
-	return n * mult, nil
-}
-
-// timeUnits maps a lower-cased time suffix to its unit.
-//
-// Source: fio parse.c, get_mult_time: us, ms, s, m (minutes), h and d,
-// case-insensitive, and seconds when there is no suffix for options such as
-// runtime and ramp_time (is_seconds). fio takes any other suffix, even
-// "sec" or "min", as microseconds; blksim reads "sec", "min", "usec" and
-// "msec" as their names say and rejects unknown suffixes.
-var timeUnits = map[string]time.Duration{
-	"":   time.Second,
-	"us": time.Microsecond, "usec": time.Microsecond,
-	"ms": time.Millisecond, "msec": time.Millisecond,
-	"s": time.Second, "sec": time.Second,
-	"m": time.Minute, "min": time.Minute,
-	"h": time.Hour,
-	"d": 24 * time.Hour,
-}
-
-// parseTime parses fio's time type: a decimal integer with an optional
-// suffix from timeUnits.
-func parseTime(raw string) (time.Duration, error) {
-	if err := checkNumeric(raw); err != nil {
-		return 0, err
-	}
-	i := countDigits(raw)
-	if i == 0 {
-		return 0, badValue(raw, "expected %s", timeExpect)
-	}
-	n, err := strconv.ParseInt(raw[:i], 10, 64)
-	if err != nil {
-		return 0, badValue(raw, "number too large")
-	}
-	unit, ok := timeUnits[strings.ToLower(raw[i:])]
-	if !ok {
-		return 0, badValue(raw, "unknown time suffix %q: expected %s", raw[i:], timeExpect)
-	}
-	if n > math.MaxInt64/int64(unit) {
-		return 0, badValue(raw, "duration too long")
-	}
-	return time.Duration(n) * unit, nil
-}
-
-// checkNumeric rejects numeric values blksim does not model or that are
-// negative, with a clearer message than a generic parse failure.
-func checkNumeric(raw string) error {
-	switch {
-	case raw == "":
-		return badValue(raw, "a number is required")
-	case raw[0] == '(':
-		// fio evaluates "(...)" as an arithmetic expression.
-		return notModelled("arithmetic expression %q is not modelled by blksim", raw)
-	case raw[0] == '-':
-		return badValue(raw, "must not be negative")
-	}
-	return nil
-}
-
-// parseInteger parses a plain non-negative integer: decimal, or hexadecimal
-// with a 0x prefix (fio's check_int and strtoll accept both).
-func parseInteger(raw string) (int64, error) {
-	digits, base := raw, 10
-	if isHex(raw) {
-		digits, base = raw[2:], 16
-	}
-	if digits == "" || digits[0] == '+' || digits[0] == '-' {
-		return 0, strconv.ErrSyntax
-	}
-	return strconv.ParseInt(digits, base, 64)
-}
-
-func isHex(s string) bool {
-	return len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')
-}
-
-func countDigits(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
+	return d, nil
 }

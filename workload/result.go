@@ -44,9 +44,14 @@ type JobResult struct {
 	// RW, BS, IOEngine and IODepth describe the job for the header line
 	// ("name: (g=0): rw=randrw, bs=(R) 4096B-4096B, ... ioengine=psync, iodepth=1").
 	RW       string
-	BS       [2]int64 // read, write block sizes
+	BS       [2]int64 // read, write block sizes (the smallest, for a range or split)
 	IOEngine string
 	IODepth  int
+	// BSMax is the largest read and write block size of a job with
+	// bsrange or bssplit; 0 for a direction with one size (BS).
+	BSMax [2]int64
+	// Description is the job's description= text ("" if none).
+	Description string
 	// Jobs is how many jobs this result stands for: 1, or the number of
 	// jobs merged into a group_reporting result.
 	Jobs int

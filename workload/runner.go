@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,85 +25,166 @@ type RunOptions struct {
 // ErrJob is wrapped by errors about a job that cannot run as specified.
 var ErrJob = errors.New("job cannot run")
 
+// runState is one Run call: the jobs and what they share.
+type runState struct {
+	e     *sim.Engine
+	fsys  *fsmodel.FS
+	opt   RunOptions
+	jobs  []*job
+	start sim.Time
+	// ended is woken whenever a job ends, for jobs waiting to start.
+	ended sim.WaitQueue
+	// written maps the stamp of every write of a verifying job to where it
+	// went, for jobs that verify what others wrote; nil if none does.
+	written map[blockdev.Stamp]writeRec
+	// zetas are the zipf normalisers computed so far.
+	zetas map[zetaKey]float64
+}
+
+// stopReason says why a job's IO loop ended.
+type stopReason int
+
+const (
+	running        stopReason = iota
+	stopDone                  // the size, io_size or number_ios is done
+	stopDeadline              // the runtime is over
+	stopTerminated            // exitall ended the job
+	stopFailed                // an IO or a check failed
+)
+
 // job is one clone of a JobSpec while it runs.
 type job struct {
+	r        *runState
 	spec     *JobSpec
 	id       int
+	clone    int // fio's subjob number: which of the spec's numjobs clones
+	group    int
+	fence    int    // the job starts when jobs[0:fence] have ended (stonewall)
+	waitFor  []*job // and when these have ended (wait_for)
 	fileName string
 	file     *fsmodel.File
 	rng      *rand.Rand
-	res      JobResult
-	rmap     randomMap
-	seq      [2]int64 // next sequential offset per direction
-	stamp    blockdev.Stamp
-	done     bool
+	// aux draws what the original runner did not draw (block sizes from
+	// a range or split, distributions, delays, rate gaps), so that jobs
+	// without those options draw exactly as before.
+	aux   *rand.Rand
+	res   JobResult
+	rmap  randomMap
+	seq   [2]int64 // next sequential offset per direction, in the region
+	stamp blockdev.Stamp
+	done  bool
+
+	// The region of the file the job works on, how much one loop does,
+	// and the unit random offsets are multiples of.
+	regionOff, regionLen, ioLimit int64
+	unit                          int64
+	laidOut                       bool
+
+	// Set when the job starts.
+	statsFrom, deadline sim.Time
+	started, ended      bool
+	terminate           bool
+
+	// Per loop: bytes and IOs counted against the loop's limits.
+	bytes, ios int64
+	// lastStart is the offset of the last IO per direction (for
+	// rw_sequencer=identical); seqLeft counts down the IOs to the next
+	// random offset of rw=randread:N.
+	lastStart [2]int64
+	seqLeft   int
+	dist      [2]offsetGen
+
+	rate    rateState
+	think   thinkState
+	verify  *verifyState
+	quiesce func() // waits for every IO in flight (async engines); nil for sync
+	data    []blockdev.StampRun
+
+	// sleepUntil's state: the job's own wait queue, whether it sleeps,
+	// and which timer may wake it.
+	wake     sim.WaitQueue
+	sleeping bool
+	sleepGen uint64
 }
 
 // Run runs jobs on fsys until every job has finished and returns their
 // results (without lock or engine figures, which belong to the caller).
-// Jobs start together at the engine's current time. The same engine seed,
-// stack and jobs give the same result.
+// Jobs start at the engine's current time, in file order as fio starts
+// them: a stonewall job waits for every job before it, a wait_for job for
+// the jobs it names, and startdelay counts from the start of the run. The
+// same engine seed, stack and jobs give the same result.
 func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Result, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w: no jobs", ErrJob)
 	}
-	// Size the files: a named file shared by several jobs gets the
-	// largest size any of them asks for.
-	type fileReq struct {
-		size int64
-		spec *JobSpec
-	}
-	sizes := map[string]*fileReq{}
-	var order []string
-	var jobs []*job
+	r := &runState{e: e, fsys: fsys, opt: opt, start: e.Now()}
+	lbs := int64(fsys.Queue().Limits().LogicalBlockSize)
+	// Reporting groups and start fences as fio's add_job and run_threads
+	// make them: a stonewall or new_group job starts a new group unless
+	// the current one is empty; clones never do.
+	group, groupJobs, fence := 0, 0, 0
 	id := 0
+	byName := map[string][]*job{}
 	for i := range specs {
 		s := &specs[i]
-		if err := checkRunnable(s, int64(fsys.Queue().Limits().LogicalBlockSize)); err != nil {
+		if err := checkRunnable(s, lbs); err != nil {
 			return nil, err
 		}
+		if (s.Stonewall || s.NewGroup) && groupJobs > 0 {
+			group++
+			groupJobs = 0
+		}
+		if s.Stonewall {
+			fence = id
+		}
+		var waitFor []*job
+		if s.WaitFor != "" && s.WaitFor != s.Name {
+			waitFor = byName[s.WaitFor]
+			if len(waitFor) == 0 {
+				return nil, s.errorf("wait_for", "no job named %q before this one (fio: waitee job %s unknown)", s.WaitFor, s.WaitFor)
+			}
+		}
 		for c := 0; c < s.NumJobs; c++ {
-			name := s.Filename
-			if name == "" {
-				name = fmt.Sprintf("%s.%d.0", s.Name, c)
+			j := &job{r: r, spec: s, id: id, clone: c, group: group, fence: fence, waitFor: waitFor}
+			j.fileName = fileNameFor(s, c)
+			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
+				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description}
+			for d := range 2 {
+				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
+				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {
+					j.res.BSMax[d] = hi
+				}
 			}
-			if r, ok := sizes[name]; ok {
-				r.size = max(r.size, s.Size)
-			} else {
-				sizes[name] = &fileReq{size: s.Size, spec: s}
-				order = append(order, name)
-			}
-			j := &job{spec: s, id: id, fileName: name}
-			j.res = JobResult{Name: s.Name, JobID: id, Jobs: 1, RW: s.RW.String(), BS: s.BS, IOEngine: s.IOEngine, IODepth: s.IODepth}
 			// fio's randseed and the run's seed together pick the
-			// stream; each job has its own.
-			j.rng = rand.New(rand.NewPCG(s.RandSeed, e.Seed()*0x9e3779b97f4a7c15+uint64(id)+1))
+			// stream; each job has its own. randrepeat=0 leaves randseed
+			// out.
+			seed := s.RandSeed
+			if s.NoRandRepeat {
+				seed = e.Seed() ^ 0x5bd1e9955bd1e995
+			}
+			j.rng = rand.New(rand.NewPCG(seed, e.Seed()*0x9e3779b97f4a7c15+uint64(id)+1))
+			j.aux = rand.New(rand.NewPCG(seed^0xa0761d6478bd642f, e.Seed()*0xe7037ed1a0b428db+uint64(id)+1))
 			j.stamp.Writer = uint32(id + 1)
-			jobs = append(jobs, j)
+			r.jobs = append(r.jobs, j)
+			byName[s.Name] = append(byName[s.Name], j)
+			groupJobs++
 			id++
 		}
 	}
-	files := map[string]*fsmodel.File{}
-	for _, name := range order {
-		r := sizes[name]
-		f, err := fsys.Open(name, r.size)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: option \"filename\": %w: %v", r.spec.File, r.spec.Line, ErrJob, err)
-		}
-		files[name] = f
+	if err := r.layoutFiles(lbs); err != nil {
+		return nil, err
 	}
-	for _, j := range jobs {
-		j.file = files[j.fileName]
-		j.rmap.init(j.spec.Size / minBS(j.spec))
+	for _, j := range r.jobs {
+		j.setUp()
 	}
-	start := e.Now()
-	for _, j := range jobs {
+	for _, j := range r.jobs {
 		j := j
+		name := fmt.Sprintf("fio:%s:%d", j.spec.Name, j.id)
 		if asyncEngines[j.spec.IOEngine] {
-			e.Go(fmt.Sprintf("fio:%s:%d", j.spec.Name, j.id), func(t *sim.Task) { j.runAsync(t, fsys, start, opt) })
+			e.Go(name, func(t *sim.Task) { j.runAsync(t, fsys) })
 			continue
 		}
-		e.Go(fmt.Sprintf("fio:%s:%d", j.spec.Name, j.id), func(t *sim.Task) { j.run(t, start, opt) })
+		e.Go(name, func(t *sim.Task) { j.run(t) })
 	}
 	if err := e.Run(-1); err != nil {
 		return nil, err
@@ -112,12 +194,38 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	}
 	res := &Result{}
 	var ios uint64
-	for _, j := range jobs {
+	for _, j := range r.jobs {
 		ios += j.res.Read.IOs + j.res.Write.IOs
 	}
-	res.Groups = groupResults(jobs)
-	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-start) / 1e9}
+	res.Groups = groupResults(r.jobs)
+	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9}
 	return res, nil
+}
+
+// errorf returns an ErrJob error naming the job's section and an option.
+func (s *JobSpec) errorf(opt, format string, args ...any) error {
+	where := fmt.Sprintf("%s:%d", s.File, s.Line)
+	if s.Line == 0 {
+		where = s.File
+	}
+	return fmt.Errorf("%s: option %q: %w: %s", where, opt, ErrJob, fmt.Sprintf(format, args...))
+}
+
+// fileNameFor returns the name of clone c's file: filename=, or fio's
+// filename_format (default $jobname.$jobnum.$filenum), in directory=.
+func fileNameFor(s *JobSpec, c int) string {
+	name := s.Filename
+	if name == "" {
+		if s.FilenameFormat == "" {
+			name = fmt.Sprintf("%s.%d.0", s.Name, c)
+		} else {
+			name = strings.NewReplacer("$jobname", s.Name, "$jobnum", strconv.Itoa(c), "$filenum", "0", "$clientuid", "").Replace(s.FilenameFormat)
+		}
+	}
+	if s.Directory != "" {
+		name = strings.TrimRight(s.Directory, "/") + "/" + name
+	}
+	return name
 }
 
 // Kernel limits on an asynchronous job's depth: fs.aio-max-nr's default
@@ -128,111 +236,599 @@ const (
 )
 
 // checkRunnable rejects job specs this runner cannot honour; lbs is the
-// device's logical block size, to which direct IO must be aligned.
+// device's logical block size, to which direct IO must be aligned. The
+// checks that depend on the job's region are in layoutFiles.
 func checkRunnable(s *JobSpec, lbs int64) error {
-	at := func(opt, msg string) error {
-		return fmt.Errorf("%s:%d: option %q: %w: %s", s.File, s.Line, opt, ErrJob, msg)
-	}
+	at := func(opt, format string, args ...any) error { return s.errorf(opt, format, args...) }
 	switch {
-	case s.Size <= 0:
+	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
 	case !s.Direct:
-		return at("direct", "buffered IO is not modelled yet; set direct=1")
+		return at("direct", "buffered IO is not modelled by blksim yet (direct=0 is fio's default); set direct=1")
 	case strings.ContainsRune(s.Filename, ':'):
 		return at("filename", "several files per job (colon-separated) are not modelled yet")
 	case s.TimeBased && s.Runtime <= 0:
 		return at("time_based", "time_based needs a runtime")
-	case s.Size < minBS(s):
-		return at("size", fmt.Sprintf("size %d is smaller than the block size %d", s.Size, minBS(s)))
 	case asyncEngines[s.IOEngine] && s.IODepth < 1:
-		return at("iodepth", fmt.Sprintf("iodepth %d: at least 1 is needed", s.IODepth))
+		return at("iodepth", "iodepth %d: at least 1 is needed", s.IODepth)
 	case s.IOEngine == "libaio" && s.IODepth > maxAIODepth:
-		return at("iodepth", fmt.Sprintf("iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth))
+		return at("iodepth", "iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth)
 	case s.IOEngine == "io_uring" && s.IODepth > maxURingDepth:
-		return at("iodepth", fmt.Sprintf("iodepth %d exceeds io_uring's %d ring entries (io_uring_setup fails with EINVAL)", s.IODepth, maxURingDepth))
+		return at("iodepth", "iodepth %d exceeds io_uring's %d ring entries (io_uring_setup fails with EINVAL)", s.IODepth, maxURingDepth)
+	case s.SeqAdd%lbs != 0:
+		return at("rw", "an offset step of %d bytes makes direct IO unaligned to the device's %d-byte logical block size (EINVAL)", s.SeqAdd, lbs)
 	}
-	for dir, bs := range s.BS {
-		if (dir == 0 && !s.RW.HasRead()) || (dir == 1 && !s.RW.HasWrite()) {
+	for dir := range 2 {
+		if !usesDir(s, blockdev.Op(dir)) {
 			continue
 		}
-		if bs%lbs != 0 {
-			return at("bs", fmt.Sprintf("direct IO of %d bytes is not aligned to the device's %d-byte logical block size (EINVAL)", bs, lbs))
+		opt := "bs"
+		switch {
+		case s.BSSplit[dir] != nil:
+			opt = "bssplit"
+		case s.BSRange[dir][1] > 0:
+			opt = "bsrange"
 		}
-		// Fix (tests): the larger block size of a mixed job must fit too; a
-		// random job panicked (Int64N of a negative limit) and a sequential
-		// one failed every IO beyond the end of the file.
-		if s.Size < bs {
-			return at("size", fmt.Sprintf("size %d is smaller than the block size %d", s.Size, bs))
+		for _, bs := range blockSizes(s, blockdev.Op(dir)) {
+			if bs%lbs != 0 {
+				return at(opt, "direct IO of %d bytes is not aligned to the device's %d-byte logical block size (EINVAL)", bs, lbs)
+			}
+		}
+		if ba := s.BlockAlign[dir]; ba != 0 && ba%lbs != 0 {
+			return at("blockalign", "offsets aligned to %d bytes are not aligned to the device's %d-byte logical block size (EINVAL)", ba, lbs)
 		}
 	}
 	return nil
 }
 
+// usesDir reports whether s issues IO in direction d.
+func usesDir(s *JobSpec, d blockdev.Op) bool {
+	if d == blockdev.OpRead {
+		return s.RW.HasRead() || verifies(s)
+	}
+	return s.RW.HasWrite()
+}
+
+// verifies reports whether s reads back what it writes.
+func verifies(s *JobSpec) bool {
+	return s.Verify != "" && s.RW.HasWrite() && (!s.NoDoVerify || s.VerifyBacklog > 0)
+}
+
+// blockSizes returns every block size s may use in direction d.
+func blockSizes(s *JobSpec, d blockdev.Op) []int64 {
+	if split := s.BSSplit[d]; split != nil {
+		out := make([]int64, len(split))
+		for i, e := range split {
+			out[i] = e.BS
+		}
+		return out
+	}
+	if rg := s.BSRange[d]; rg[1] > 0 {
+		return []int64{rg[0], rg[1]}
+	}
+	if d == blockdev.OpRead && !s.RW.HasRead() && verifies(s) {
+		// The verify reads read back what was written.
+		return blockSizes(s, blockdev.OpWrite)
+	}
+	return []int64{s.BS[d]}
+}
+
+// minBSDir and maxBSDir are the smallest and largest block size of s in
+// direction d.
+func minBSDir(s *JobSpec, d blockdev.Op) int64 {
+	m := int64(0)
+	for _, bs := range blockSizes(s, d) {
+		if m == 0 || bs < m {
+			m = bs
+		}
+	}
+	return m
+}
+
+func maxBSDir(s *JobSpec, d blockdev.Op) int64 {
+	m := int64(0)
+	for _, bs := range blockSizes(s, d) {
+		m = max(m, bs)
+	}
+	return m
+}
+
+// minBS is the smallest block size of the directions s issues.
 func minBS(s *JobSpec) int64 {
 	switch {
 	case !s.RW.HasWrite():
-		return s.BS[0]
+		return minBSDir(s, blockdev.OpRead)
 	case !s.RW.HasRead():
-		return s.BS[1]
+		return minBSDir(s, blockdev.OpWrite)
 	}
-	return min(s.BS[0], s.BS[1])
+	return min(minBSDir(s, blockdev.OpRead), minBSDir(s, blockdev.OpWrite))
 }
 
-// run is the job's simulated thread: fio's IO loop for a sync engine
-// (runAsync is the loop of the asynchronous ones).
-func (j *job) run(t *sim.Task, start sim.Time, opt RunOptions) {
-	s := j.spec
-	statsFrom := start + sim.Time(s.RampTime)
-	var deadline sim.Time = -1
-	if s.Runtime > 0 {
-		deadline = statsFrom + sim.Time(s.Runtime)
+// maxBS is the largest block size of the directions s issues.
+func maxBS(s *JobSpec) int64 {
+	m := int64(0)
+	for d := range 2 {
+		if usesDir(s, blockdev.Op(d)) {
+			m = max(m, maxBSDir(s, blockdev.Op(d)))
+		}
 	}
-	var bytes int64
+	return m
+}
+
+// alignUnit is the unit random offsets of s are multiples of: the
+// smallest block alignment of the directions it issues (blockalign, or
+// the direction's smallest block size).
+func alignUnit(s *JobSpec) int64 {
+	if s.BlockAlign == [2]int64{} {
+		return minBS(s)
+	}
+	u := int64(0)
+	for d := range 2 {
+		if !(d == 0 && s.RW.HasRead() || d == 1 && s.RW.HasWrite()) {
+			continue
+		}
+		a := s.BlockAlign[d]
+		if a == 0 {
+			a = minBSDir(s, blockdev.Op(d))
+		}
+		if u == 0 || a < u {
+			u = a
+		}
+	}
+	return u
+}
+
+// layout computes the job's region: where it starts in the file, how long
+// it is, and how much one loop transfers (fio filesetup.c: a new file is
+// laid out to offset + filesize, or offset + size).
+func (j *job) layout(devCap int64) error {
+	s := j.spec
+	fsz := s.FileSize[0]
+	if hi := s.FileSize[1]; hi > fsz {
+		// fio get_rand_file_size: a size in the range, a multiple of the
+		// largest block size.
+		fsz += randUpTo(j.aux, hi-fsz)
+		if m := maxBS(s); m > 0 && fsz >= m {
+			fsz -= fsz % m
+		}
+	}
+	base := fsz
+	if base == 0 {
+		base = devCap
+	}
+	unit := max(minBS(s), 1)
+	off := s.Offset
+	if s.OffsetPercent != 0 {
+		off = mulDiv(base, int64(s.OffsetPercent), 100) / unit * unit
+	}
+	inc := s.OffsetIncrement
+	if s.OffsetIncrementPercent != 0 {
+		inc = mulDiv(base, int64(s.OffsetIncrementPercent), 100) / unit * unit
+	}
+	if inc != 0 && int64(j.clone) > (1<<62)/inc {
+		return s.errorf("offset_increment", "offset %d * %d is beyond any device", inc, j.clone)
+	}
+	off += inc * int64(j.clone)
+	size := s.Size
+	if s.SizePercent != 0 {
+		size = mulDiv(base, int64(s.SizePercent), 100) / unit * unit
+	}
+	if s.FillDevice {
+		size = 0
+	}
+	region := fsz
+	if region == 0 {
+		region = size
+	}
+	j.regionOff, j.regionLen = off, region
+	j.ioLimit = s.IOSize
+	if j.ioLimit == 0 {
+		j.ioLimit = size
+	}
+	if j.ioLimit == 0 {
+		j.ioLimit = region
+	}
+	return nil
+}
+
+// mulDiv returns a*b/c without overflowing for the sizes used here.
+func mulDiv(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return 1<<63 - 1
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return int64(min(q, 1<<63-1))
+}
+
+// layoutFiles computes every job's region, sizes the files (a file shared
+// by several jobs gets the largest size any of them asks for; a
+// fill_device job's file takes the space the others leave), checks the
+// regions and opens the files.
+func (r *runState) layoutFiles(lbs int64) error {
+	devCap := r.fsys.Queue().Device().Capacity()
+	type fileReq struct {
+		size int64
+		job  *job
+		fill bool
+	}
+	sizes := map[string]*fileReq{}
+	var order []string
+	for _, j := range r.jobs {
+		if err := j.layout(devCap); err != nil {
+			return err
+		}
+		need := j.regionOff + j.regionLen
+		if j.spec.FillDevice {
+			need = 0
+		}
+		if q, ok := sizes[j.fileName]; ok {
+			q.size = max(q.size, need)
+			q.fill = q.fill || j.spec.FillDevice
+		} else {
+			sizes[j.fileName] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
+			order = append(order, j.fileName)
+		}
+	}
+	// fill_device: the space the other files leave, in file order.
+	alloc := func(n int64) int64 { return (n + fsmodel.BlockSize - 1) / fsmodel.BlockSize * fsmodel.BlockSize }
+	var used int64
+	for _, name := range order {
+		if q := sizes[name]; !q.fill {
+			used += alloc(q.size)
+		}
+	}
+	for _, name := range order {
+		q := sizes[name]
+		if !q.fill {
+			continue
+		}
+		free := devCap - used
+		if free <= q.size {
+			return q.job.spec.errorf("fill_device", "no space is left on the device for %q (ENOSPC)", name)
+		}
+		q.size = free / fsmodel.BlockSize * fsmodel.BlockSize
+		used += q.size
+	}
+	for _, j := range r.jobs {
+		s := j.spec
+		if s.FillDevice {
+			j.regionLen = sizes[j.fileName].size - j.regionOff
+			if m := maxBS(s); m > 0 {
+				j.regionLen -= j.regionLen % m
+			}
+			if s.IOSize == 0 {
+				j.ioLimit = j.regionLen
+			}
+		}
+		if err := j.checkRegion(lbs); err != nil {
+			return err
+		}
+	}
+	files := map[string]*fsmodel.File{}
+	for _, name := range order {
+		q := sizes[name]
+		f, err := r.fsys.Open(name, q.size)
+		if err != nil {
+			return q.job.spec.errorf("filename", "%v", err)
+		}
+		files[name] = f
+	}
+	for _, j := range r.jobs {
+		j.file = files[j.fileName]
+	}
+	return nil
+}
+
+// checkRegion rejects a region the job's IO does not fit.
+func (j *job) checkRegion(lbs int64) error {
+	s := j.spec
+	switch {
+	case j.regionLen <= 0 && s.FillDevice:
+		return s.errorf("fill_device", "no space is left on the device past offset %d", j.regionOff)
+	case j.regionLen <= 0 && s.FileSize[1] == 0 && s.Size == 0 && s.SizePercent == 0:
+		return s.errorf("size", "size= is required (blksim has no existing files to size the job from)")
+	case j.regionOff < 0:
+		return s.errorf("offset", "offset %d is negative", j.regionOff)
+	case j.regionOff%lbs != 0:
+		return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", j.regionOff, lbs)
+	}
+	for d := range 2 {
+		if !usesDir(s, blockdev.Op(d)) {
+			continue
+		}
+		// Fix (tests): the larger block size of a mixed job must fit too;
+		// a random job panicked (Int64N of a negative limit) and a
+		// sequential one failed every IO beyond the end of the file.
+		if bs := maxBSDir(s, blockdev.Op(d)); j.regionLen < bs {
+			opt := "size"
+			if s.FileSize[1] > 0 {
+				opt = "filesize"
+			}
+			return s.errorf(opt, "size %d is smaller than the block size %d", j.regionLen, bs)
+		}
+	}
+	return nil
+}
+
+// setUp prepares the job's generators once its region is known.
+func (j *job) setUp() {
+	s := j.spec
+	j.unit = alignUnit(s)
+	j.laidOut = true
+	for d := range 2 {
+		j.dist[d] = newOffsetGen(s, blockdev.Op(d), j)
+	}
+	if s.RandomGenerator == "lfsr" && s.RW.Random() {
+		for d := range 2 {
+			if j.dist[d] == nil {
+				j.dist[d] = newLFSRGen(j.regionLen, j.unit, j.aux)
+			}
+		}
+	}
+	if s.RW.Random() && !s.NoRandomMap && (j.dist[0] == nil || j.dist[1] == nil) {
+		// The random map is a bit per block: only jobs that use it.
+		j.rmap.init(j.regionLen / minBS(s))
+	}
+	j.seqLeft = max(s.SeqNr, 1)
+	j.rate.init(s)
+	if s.Verify != "" {
+		j.verify = newVerifyState(j)
+	}
+}
+
+// ensureLayout gives a job made without Run (in tests) the region its
+// spec describes.
+func (j *job) ensureLayout() {
+	if j.laidOut {
+		return
+	}
+	j.laidOut = true
+	j.regionLen = j.spec.Size
+	j.ioLimit = j.spec.Size
+	j.unit = alignUnit(j.spec)
+	j.seqLeft = max(j.spec.SeqNr, 1)
+}
+
+// begin marks the job started at now.
+func (j *job) begin(now sim.Time) {
+	s := j.spec
+	j.started = true
+	j.statsFrom = now + sim.Time(s.RampTime)
+	j.deadline = -1
+	if s.Runtime > 0 {
+		j.deadline = j.statsFrom + sim.Time(s.Runtime)
+	}
+	j.rate.start = now
+	j.think.start = now
+	j.think.on = s.ThinkTime > 0
+}
+
+// run is the job's simulated thread for a synchronous engine (runAsync is
+// that of the asynchronous ones): wait for its turn, then fio's loops of
+// IO and verify phases.
+func (j *job) run(t *sim.Task) {
+	start, ok := j.waitToStart(t)
+	if ok {
+		j.begin(start)
+		j.loops(t, j.syncPhase)
+		j.failVerify()
+		t.Flush()
+		if t.Now() > j.statsFrom {
+			j.res.Runtime = int64(t.Now() - j.statsFrom)
+		}
+	}
+	j.end(t)
+}
+
+// loops runs the job's loops with phase, the engine's loop over the IOs
+// of one phase: fio's thread_main (do_io, then do_verify, loops times, or
+// until the runtime is over for a time_based job). A verify phase runs
+// only after an IO phase that ended by reaching its size (fio does not
+// verify when the runtime ran out).
+func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
+	s := j.spec
+	for l := 0; l < max(s.Loops, 1) || s.TimeBased; l++ {
+		if l > 0 {
+			j.newLoop()
+		}
+		if j.verify != nil && s.VerifyOnly && s.RW.HasWrite() {
+			if j.dryRun(); !j.verify.phaseDue() {
+				return
+			}
+		} else if stop := phase(t); stop != stopDone || j.ios == 0 {
+			// (A phase that did nothing would loop a time_based job
+			// forever.)
+			return
+		}
+		if j.verify == nil || !j.verify.phaseDue() {
+			continue
+		}
+		j.verify.startPhase()
+		stop := phase(t)
+		j.verify.endPhase()
+		if stop == stopFailed || j.verify.failed() && s.VerifyFatal {
+			return
+		}
+		if stop != stopDone {
+			return
+		}
+	}
+}
+
+// newLoop resets what fio resets between loops: file positions, the
+// random map and the loop's counters.
+func (j *job) newLoop() {
+	j.seq = [2]int64{}
+	j.lastStart = [2]int64{}
+	j.rmap.clear()
+	j.bytes, j.ios = 0, 0
+	j.seqLeft = max(j.spec.SeqNr, 1)
+	for _, g := range j.dist {
+		if g != nil {
+			g.reset()
+		}
+	}
+}
+
+// checkStop returns why the current phase must end at now, or running.
+func (j *job) checkStop(now sim.Time) stopReason {
+	s := j.spec
+	switch {
+	case j.deadline >= 0 && now >= j.deadline:
+		return stopDeadline
+	case j.terminate:
+		return stopTerminated
+	case j.verify != nil && j.verify.inPhase:
+		return running
+	case (!s.TimeBased || s.Verify != "") && now >= j.statsFrom &&
+		(j.bytes >= j.ioLimit || s.NumberIOs > 0 && j.ios >= s.NumberIOs):
+		// A time_based job with verify also ends its IO phase here, to
+		// verify, and then loops until its runtime is over (fio do_io).
+		return stopDone
+	}
+	return running
+}
+
+// ioReq is one IO a job issues.
+type ioReq struct {
+	dir   blockdev.Op
+	off   int64 // in the region
+	bs    int64
+	check verifyCheck
+}
+
+// next returns the job's next IO: a verify read, or a direction, block
+// size and offset from the job's options. It may sleep to keep the job's
+// rate; ok is false when the phase ends instead (its reason in *stop).
+func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
+	if v := j.verify; v != nil {
+		if v.inPhase {
+			if io, ok = v.nextRead(); !ok {
+				*stop = stopDone
+			}
+			return io, ok
+		}
+		if io, ok := v.nextBacklogRead(); ok {
+			return io, true
+		}
+	}
+	dir := j.pickDir()
+	if j.rate.on {
+		if dir, ok = j.rateDir(t, dir); !ok {
+			*stop = j.checkStop(t.Now() + sim.Time(t.Owed()))
+			if *stop == running {
+				*stop = stopDeadline
+			}
+			return io, false
+		}
+	}
+	bs := j.pickBS(dir)
+	if j.rate.on {
+		j.rateIssue(dir, bs)
+	}
+	io = ioReq{dir: dir, off: j.nextOffset(dir, bs), bs: bs}
+	if dir == blockdev.OpRead && j.verify != nil && j.verify.checkReads {
+		io.check = checkWritten
+	}
+	return io, true
+}
+
+// syncPhase is fio's IO loop for a synchronous engine, over one phase.
+func (j *job) syncPhase(t *sim.Task) stopReason {
+	opt := j.r.opt
 	for {
 		now := t.Now() + sim.Time(t.Owed())
-		if deadline >= 0 && now >= deadline {
-			break
+		if stop := j.checkStop(now); stop != running {
+			return stop
 		}
-		if !s.TimeBased && bytes >= s.Size && now >= statsFrom {
-			break
+		var stop stopReason
+		io, ok := j.next(t, &stop)
+		if !ok {
+			return stop
 		}
-		dir := j.pickDir()
-		bs := s.BS[dir]
-		off := j.nextOffset(dir, bs)
-		var err error
 		// Charged CPU time (the last call's syscall exit, fio's own work)
 		// runs before this IO starts.
 		begin := t.Now() + sim.Time(t.Owed())
-		if dir == blockdev.OpRead {
-			err = j.file.DirectRead(t, off, bs, nil)
+		var err error
+		off := j.regionOff + io.off
+		if io.dir == blockdev.OpRead {
+			var data *[]blockdev.StampRun
+			if io.check != checkNone {
+				j.data = j.data[:0]
+				data = &j.data
+			}
+			err = j.file.DirectRead(t, off, io.bs, data)
 		} else {
 			j.stamp.Seq++
-			err = j.file.DirectWrite(t, off, bs, j.stamp)
+			err = j.file.DirectWrite(t, off, io.bs, j.stamp)
 		}
 		end := t.Now() + sim.Time(t.Owed())
 		if err != nil {
-			j.res.Error = errnoOf(err)
-			j.res.ErrorMsg = err.Error()
-			break
+			j.fail(err)
+			return stopFailed
 		}
-		if begin >= statsFrom {
+		if begin >= j.statsFrom {
 			d := &j.res.Read
-			if dir == blockdev.OpWrite {
+			if io.dir == blockdev.OpWrite {
 				d = &j.res.Write
 			}
 			lat := int64(end - begin)
 			d.IOs++
-			d.Bytes += uint64(bs)
+			d.Bytes += uint64(io.bs)
 			d.Clat.Record(lat)
 			d.Lat.Record(lat)
 		}
-		bytes += bs
+		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+			j.bytes += io.bs
+			j.ios++
+		}
+		if !j.completed(io, j.stamp, j.data) {
+			return stopFailed
+		}
 		t.Charge(opt.AppPerIO)
+		if (j.think.on || j.rate.checkMin) && (j.verify == nil || !j.verify.inPhase) {
+			if stop := j.afterIO(t); stop != running {
+				return stop
+			}
+		}
 	}
-	t.Flush()
-	if t.Now() > statsFrom {
-		j.res.Runtime = int64(t.Now() - statsFrom)
+}
+
+// completed does the bookkeeping of a finished IO beyond statistics: the
+// verify log of a write (with the stamp it wrote) and the check of a read
+// (with the stamps it found). It returns false if the job must stop.
+func (j *job) completed(io ioReq, stamp blockdev.Stamp, data []blockdev.StampRun) bool {
+	j.think.completed++
+	if j.rate.checkMin {
+		j.rate.doneBytes[io.dir] += io.bs
+		j.rate.doneIOs[io.dir]++
 	}
+	v := j.verify
+	if v == nil {
+		return true
+	}
+	if io.dir == blockdev.OpWrite {
+		v.logWrite(j.regionOff+io.off, io.bs, stamp)
+		return true
+	}
+	if io.check != checkNone {
+		v.check(io, data)
+		if v.failed() && j.spec.VerifyFatal {
+			j.failVerify()
+			return false
+		}
+	}
+	return true
+}
+
+// fail records the job's first error.
+func (j *job) fail(err error) {
+	if j.res.Error != 0 {
+		return
+	}
+	j.res.Error = errnoOf(err)
+	j.res.ErrorMsg = err.Error()
 }
 
 // pickDir chooses the next IO's direction.
@@ -250,23 +846,123 @@ func (j *job) pickDir() blockdev.Op {
 	return blockdev.OpWrite
 }
 
-// nextOffset returns the next offset for dir: sequential per direction,
-// or random over the job's size, aligned to the block size, visiting every
-// block once per pass as fio's random map does.
+// pickBS chooses the next IO's block size in direction dir: from the
+// bssplit table, from the bsrange range (a multiple of its smallest size,
+// as fio's get_next_buflen draws it), or bs.
+func (j *job) pickBS(dir blockdev.Op) int64 {
+	s := j.spec
+	if split := s.BSSplit[dir]; split != nil {
+		u := j.aux.IntN(100)
+		perc, bs := 0, int64(0)
+		for _, e := range split {
+			if e.Percent == 0 {
+				continue
+			}
+			bs = e.BS
+			perc += e.Percent
+			if u < perc {
+				break
+			}
+		}
+		if bs == 0 {
+			bs = split[len(split)-1].BS
+		}
+		return bs
+	}
+	if rg := s.BSRange[dir]; rg[1] > 0 {
+		lo, hi := rg[0], rg[1]
+		if lo == hi {
+			return lo
+		}
+		// fio: minbs + maxbs * uniform, down to a multiple of minbs, at
+		// most maxbs.
+		bs := lo + j.aux.Int64N(hi)
+		bs -= bs % lo
+		return min(bs, hi)
+	}
+	return s.BS[dir]
+}
+
+// nextOffset returns the next offset in the region for an IO of bs bytes
+// in direction dir: sequential per direction (with rw=MODE:N's holes or
+// backward steps), or random over the region, aligned to the job's unit,
+// from the job's distribution. Uniform random offsets visit every block
+// once per pass as fio's random map does, unless norandommap. A random
+// job's rw=MODE:N and percentage_random make some IOs follow on from the
+// previous one instead.
 func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
 	s := j.spec
+	j.ensureLayout()
 	if !s.RW.Random() {
-		if j.seq[dir]+bs > s.Size {
-			j.seq[dir] = 0
-		}
-		off := j.seq[dir]
-		j.seq[dir] += bs
-		return off
+		return j.nextSeq(dir, bs)
 	}
-	unit := minBS(s)
-	blocks := (s.Size - bs) / unit
-	b := j.rmap.next(j.rng, blocks+1)
-	return b * unit
+	random := true
+	if s.SeqNr > 1 {
+		j.seqLeft--
+		if j.seqLeft == 0 {
+			j.seqLeft = s.SeqNr
+		} else {
+			random = false
+		}
+	}
+	if random && s.PercentSequential[dir] > 0 {
+		// fio should_do_random: v = rand_between(1, 100); v <= perc_rand.
+		random = j.aux.IntN(100)+1 <= 100-s.PercentSequential[dir]
+	}
+	var off int64
+	switch {
+	case !random && s.RWSequencerIdentical:
+		off = j.lastStart[dir]
+		if off+bs > j.regionLen {
+			off = 0
+		}
+	case !random:
+		off = j.nextSeq(dir, bs)
+	default:
+		unit := j.unit
+		blocks := (j.regionLen - bs) / unit
+		var b int64
+		switch g := j.dist[dir]; {
+		case g != nil:
+			b = g.next(blocks + 1)
+		case s.NoRandomMap:
+			b = j.rng.Int64N(blocks + 1)
+		default:
+			b = j.rmap.next(j.rng, blocks+1)
+		}
+		off = b * unit
+		if a := s.BlockAlign[dir]; a > unit {
+			off -= off % a
+		}
+		if s.SeqNr > 1 || s.PercentSequential[dir] > 0 {
+			j.seq[dir] = off + bs
+		}
+	}
+	j.lastStart[dir] = off
+	return off
+}
+
+// nextSeq returns the next sequential offset for dir: the end of the
+// direction's previous IO, plus rw=MODE:N's step (fio io_u.c
+// get_next_seq_offset), wrapping at the region's end (to the end, for
+// backward steps).
+func (j *job) nextSeq(dir blockdev.Op, bs int64) int64 {
+	pos := j.seq[dir]
+	if add := j.spec.SeqAdd; add != 0 && pos != 0 {
+		pos += add
+		if pos < 0 || pos >= j.regionLen {
+			if add > 0 {
+				pos = 0
+			} else {
+				pos = j.regionLen + add
+			}
+		}
+	}
+	if pos < 0 || pos+bs > j.regionLen {
+		pos = 0
+	}
+	j.seq[dir] = pos + bs
+	return pos
 }
 
 // errnoOf returns the errno inside err (EIO if none).
@@ -295,6 +991,12 @@ type randomMap struct {
 func (m *randomMap) init(n int64) {
 	m.n = max(n, 1)
 	m.bits = make([]uint64, (m.n+63)/64)
+	m.used = 0
+}
+
+// clear starts a new pass.
+func (m *randomMap) clear() {
+	clear(m.bits)
 	m.used = 0
 }
 

@@ -1,7 +1,7 @@
 // Command blksim runs fio job files on a simulated Linux IO stack.
 //
 //	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
-//	           [--output-format normal|json] [--output FILE] [JOBFILE]
+//	           [--output-format normal|json] [--output FILE] [--FIO-OPTION[=VALUE]]... [JOBFILE]
 //	blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
 //	           [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]...
 //	           [--seed N] [--output-format normal|json] [--output FILE]
@@ -11,7 +11,12 @@
 //
 // Without JOBFILE, run and compare use the embedded default: the ext4
 // parallel-DIO experiment (testdata/experiments/ext4-dio) with BS=4k unless
-// BS is set. compare runs every variant (stack keys, or env.NAME for a
+// BS is set. Any other --NAME=VALUE (or --NAME) of run is an fio job
+// option, as on fio's command line: with --name=JOB among them they define
+// the jobs (options before the first --name are global); otherwise each
+// overrides that option in every job of the job file (or the default job),
+// so "blksim run --runtime=1 --size=16m FILE" runs any job file short.
+// compare runs every variant (stack keys, or env.NAME for a
 // job-file ${NAME}, over the base stack) at every sweep value and prints
 // one table; reproduce runs the shipped experiments
 // (testdata/experiments/*/published.toml) and compares them with the
@@ -31,12 +36,14 @@ import (
 	"os"
 	"path"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/blksim/blksim"
 	"github.com/blksim/blksim/blockdev/blktrace"
+	"github.com/blksim/blksim/internal/units"
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
 	"github.com/blksim/blksim/workload"
@@ -105,9 +112,11 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json]
-             [--output FILE] [--blktrace DIR] [JOBFILE]
+             [--output FILE] [--blktrace DIR] [--FIO-OPTION[=VALUE]]... [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
-      ext4 parallel-DIO experiment, BS=4k)
+      ext4 parallel-DIO experiment, BS=4k). Other --NAME=VALUE options are
+      fio job options: with --name=JOB they define jobs as on fio's command
+      line; otherwise they override that option in every job of the file
   blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
              [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]... [--seed N]
              [--output-format normal|json] [--output FILE]
@@ -131,6 +140,42 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// runFlags are blksim's own flags of the run command, and whether each
+// takes a value; every other --NAME[=VALUE] is an fio job option.
+var runFlags = map[string]bool{
+	"stack": true, "set": true, "seed": true, "output-format": true, "output": true,
+	"blktrace": true, "cpuprofile": true, "h": false, "help": false,
+}
+
+// splitRunArgs separates the run command's arguments into blksim's own
+// flags (for the flag package), fio job options (--NAME=VALUE or --NAME,
+// as fio takes them on its command line) and positional arguments. Flags
+// and options may come before or after the job file; everything after
+// "--" is positional.
+func splitRunArgs(args []string) (flags []string, fio []workload.CommandLineOption, pos []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return flags, fio, append(pos, args[i+1:]...)
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if takesValue, ok := runFlags[name]; ok {
+			flags = append(flags, a)
+			if takesValue && !hasValue && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		fio = append(fio, workload.CommandLineOption{Name: name, Value: value, HasValue: hasValue})
+	}
+	return flags, fio, pos
+}
+
 func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) error {
 	fl := flag.NewFlagSet("run", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
@@ -142,7 +187,8 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	output := fl.String("output", "", "write the output to this file")
-	if err := fl.Parse(args); err != nil {
+	flagArgs, fioOpts, pos := splitRunArgs(args)
+	if err := fl.Parse(flagArgs); err != nil {
 		// Fix (tests): "run -h" failed with "flag: help requested".
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
@@ -153,8 +199,8 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if *format != "normal" && *format != "json" {
 		return bad("run: --output-format %q: want normal or json", *format)
 	}
-	if fl.NArg() > 1 {
-		return bad("run: one job file expected, got %d", fl.NArg())
+	if len(pos) > 1 {
+		return bad("run: one job file expected, got %d", len(pos))
 	}
 	if err := checkOutputPath("run", *output); err != nil {
 		return err
@@ -172,12 +218,17 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 			return usageError{err}
 		}
 	}
+	popt := workload.ParseOptions{Env: env, Overrides: fioOpts, Host: simulatedHost(cfg)}
 	var specs []workload.JobSpec
 	var err error
-	if fl.NArg() == 1 {
-		specs, err = workload.ParseFile(fl.Arg(0), env)
-	} else {
-		specs, err = parseEmbedded(defaultJob, env)
+	switch {
+	case len(pos) == 1:
+		specs, err = workload.ParseFileWith(pos[0], popt)
+	case definesJob(fioOpts):
+		// fio-style: the command line is the job file.
+		specs, err = workload.ParseCommandLine(fioOpts, popt)
+	default:
+		specs, err = parseEmbeddedWith(defaultJob, popt)
 	}
 	if err != nil {
 		return usageError{err}
@@ -271,12 +322,45 @@ func omitWall(env func(string) (string, bool)) bool {
 	return ok && v != "" && v != "0"
 }
 
+// simulatedHost is what fio's $ncpus and $mb_memory report on the stack
+// cfg describes: host.cpus, and the memory the page cache may use
+// (pagecache.limit), the simulated host's RAM as far as the stack models it.
+func simulatedHost(cfg *stack.Config) workload.Host {
+	var h workload.Host
+	h.CPUs, _ = strconv.Atoi(cfg.Get("host.cpus"))
+	if n, err := units.ParseSize(cfg.Get("pagecache.limit")); err == nil {
+		h.MemoryMB = n >> 20
+	}
+	return h
+}
+
+// definesJob reports whether command-line fio options define a job
+// (--name=...) rather than override the options of a job file's jobs.
+func definesJob(opts []workload.CommandLineOption) bool {
+	for _, o := range opts {
+		if o.Name == "name" {
+			return true
+		}
+	}
+	return false
+}
+
 // parseEmbedded parses a job file shipped in the binary; BS defaults to 4k
 // for the default experiment.
 func parseEmbedded(name string, env func(string) (string, bool)) ([]workload.JobSpec, error) {
+	return parseEmbeddedWith(name, workload.ParseOptions{Env: env})
+}
+
+// parseEmbeddedWith is parseEmbedded with parse options (the command
+// line's overrides, the host's facts).
+func parseEmbeddedWith(name string, opt workload.ParseOptions) ([]workload.JobSpec, error) {
 	data, err := fs.ReadFile(blksim.Testdata, name)
 	if err != nil {
 		return nil, err
+	}
+	env := opt.Env
+	if env == nil {
+		env = os.LookupEnv
 	}
 	withBS := func(k string) (string, bool) {
 		if v, ok := env(k); ok {
@@ -287,7 +371,8 @@ func parseEmbedded(name string, env func(string) (string, bool)) ([]workload.Job
 		}
 		return "", false
 	}
-	return workload.Parse("embedded:"+path.Base(name), bytes.NewReader(data), withBS)
+	opt.Env = withBS
+	return workload.ParseWith("embedded:"+path.Base(name), bytes.NewReader(data), opt)
 }
 
 func cmdKeys(w io.Writer) error {

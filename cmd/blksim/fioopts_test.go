@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/workload"
+)
+
+// jsonJobs returns jobname, job_runtime (ms) and IO counts of a JSON run.
+type jsonJob struct {
+	Jobname    string `json:"jobname"`
+	JobRuntime int64  `json:"job_runtime"`
+	Read       struct {
+		TotalIOs uint64 `json:"total_ios"`
+	} `json:"read"`
+	Write struct {
+		TotalIOs uint64 `json:"total_ios"`
+	} `json:"write"`
+}
+
+func jsonJobs(t *testing.T, out string) []jsonJob {
+	t.Helper()
+	var doc struct {
+		Jobs []jsonJob `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	return doc.Jobs
+}
+
+func TestRunCommandLineJob(t *testing.T) {
+	r := runCLI(t, deterministic, "run", "--name=cli", "--rw=randread", "--size=16m", "--direct=1", "--runtime=20ms", "--time_based", "--output-format", "json")
+	require.Equal(t, exitOK, r.status, r.stderr)
+	jobs := jsonJobs(t, r.stdout)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, "cli", jobs[0].Jobname)
+	assert.Equal(t, int64(20), jobs[0].JobRuntime)
+	assert.Positive(t, jobs[0].Read.TotalIOs)
+
+	// Global options before the first --name, several jobs, $ncpus from
+	// the stack.
+	r = runCLI(t, deterministic, "run", "--direct=1", "--size=1m", "--set", "host.cpus=3",
+		"--name=a", "--rw=write", "--name=b", "--rw=randread", "--numjobs=$ncpus", "--output-format=json")
+	require.Equal(t, exitOK, r.status, r.stderr)
+	jobs = jsonJobs(t, r.stdout)
+	require.Len(t, jobs, 4)
+	assert.Equal(t, []string{"a", "b", "b", "b"}, []string{jobs[0].Jobname, jobs[1].Jobname, jobs[2].Jobname, jobs[3].Jobname})
+	assert.Equal(t, uint64(256), jobs[0].Write.TotalIOs)
+
+	// $mb_memory is pagecache.limit in MiB.
+	r = runCLI(t, deterministic, "run", "--direct=1", "--set", "pagecache.limit=8m", "--name=m", "--size=$mb_memory*1024", "--output-format=json")
+	require.Equal(t, exitOK, r.status, r.stderr)
+	jobs = jsonJobs(t, r.stdout)
+	assert.Equal(t, uint64(2), jobs[0].Read.TotalIOs, "8 KiB of 4 KiB reads")
+}
+
+func TestRunCommandLineOverrides(t *testing.T) {
+	job := writeFile(t, "long.fio", "[global]\ndirect=1\nsize=1g\nruntime=60\ntime_based\n[a]\nrw=randread\n[b]\nrw=randwrite\nsize=10%\n")
+	for _, args := range [][]string{
+		{"run", "--runtime=30ms", "--size=16m", "--output-format=json", job},
+		{"run", job, "--runtime=30ms", "--output-format", "json", "--size=16m"},
+	} {
+		r := runCLI(t, deterministic, args...)
+		require.Equal(t, exitOK, r.status, r.stderr)
+		for _, j := range jsonJobs(t, r.stdout) {
+			assert.Equal(t, int64(30), j.JobRuntime, j.Jobname)
+		}
+	}
+	// The embedded default job takes overrides too.
+	r := runCLI(t, deterministic, "run", "--runtime=20ms", "--numjobs=2", "--output-format=json")
+	require.Equal(t, exitOK, r.status, r.stderr)
+	for _, j := range jsonJobs(t, r.stdout) {
+		assert.Equal(t, int64(20), j.JobRuntime)
+	}
+	// "--" ends the options.
+	r = runCLI(t, deterministic, "run", "--runtime=20ms", "--", job)
+	require.Equal(t, exitOK, r.status, r.stderr)
+}
+
+func TestRunCommandLineErrors(t *testing.T) {
+	job := writeFile(t, "j.fio", "[j]\ndirect=1\nsize=1m\n")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--frob=1", job}, []string{`command line: option "frob" is not modelled by blksim (`}},
+		{[]string{"run", "--size=lots", job}, []string{`command line: option "size": bad value "lots"`}},
+		{[]string{"run", "--name=x", job}, []string{"--name defines a job"}},
+		{[]string{"run", "--name=x", "--rw=randread"}, []string{`command line: option "size": job cannot run: size= is required`}},
+		{[]string{"run", "--rw=randread", "--name=x", "--latency_target=1ms"}, []string{`command line: option "latency_target" is not modelled by blksim (fio's latency_target`}},
+		{[]string{"run", "--name=x", "--size=1m", "--ioengine=posixaio"}, []string{`command line: option "ioengine": ioengine "posixaio" is not modelled by blksim`}},
+		{[]string{"run", "--name=x", "--size=1m", "--direct=1", "--numjobs=$mb_memory+1"}, []string{`command line: option "numjobs": bad value "4097"`}},
+	} {
+		r := runCLI(t, deterministic, tc.args...)
+		assert.Equal(t, exitBadArgs, r.status, "%v: %s", tc.args, r.stderr)
+		assert.Empty(t, r.stdout)
+		for _, w := range tc.want {
+			assert.Contains(t, r.stderr, w, tc.args)
+		}
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(r.stderr), "\n")+1, r.stderr)
+	}
+}
+
+func TestSplitRunArgs(t *testing.T) {
+	flags, fio, pos := splitRunArgs([]string{"--seed", "7", "-set=a=b", "--rw=read", "job.fio", "--time_based", "--output", "o.json", "--", "--x"})
+	assert.Equal(t, []string{"--seed", "7", "-set=a=b", "--output", "o.json"}, flags)
+	assert.Equal(t, []workload.CommandLineOption{{Name: "rw", Value: "read", HasValue: true}, {Name: "time_based"}}, fio)
+	assert.Equal(t, []string{"job.fio", "--x"}, pos)
+}

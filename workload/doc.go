@@ -1,0 +1,53 @@
+// Package workload reads fio job files and runs their jobs on a simulated
+// stack.
+//
+// # Job files
+//
+// Parse, ParseFile and ParseWith read fio 3.x job files: [global] sections
+// anywhere (each changes the jobs after it), "include FILE" (relative to the
+// including file; a cycle is an error), ';' and '#' comments, options with
+// and without values, ${VAR} (undefined is empty), fio's keywords $pagesize,
+// $ncpus and $mb_memory (the simulated host's, from ParseOptions.Host) with
+// bc arithmetic, and fio's "(...)" expressions. Sizes take fio's suffixes
+// exactly as fio 3.33 reads them (k, m, g, t, p and kb, mb, ... are powers
+// of 1024; kib, mib, ... powers of 1000; kb_base=1000 flips both), times
+// take us, ms, s, m, h and d. ParseCommandLine builds jobs from
+// --NAME=VALUE options as fio's command line does, and
+// ParseOptions.Overrides applies such options to every job of a file.
+//
+// The options blksim models, beyond the engine and depth options:
+// name, description, rw/readwrite (with :N), rw_sequencer, rwmixread,
+// rwmixwrite, bs/blocksize, bsrange/blocksize_range, bssplit,
+// ba/blockalign, size (bytes or percent), filesize (a size or a range),
+// io_size/io_limit, number_ios, offset/fileoffset and offset_increment
+// (bytes or percent), fill_device/fill_fs, filename, directory,
+// filename_format, nrfiles=1, numjobs, thread, threads (fio's tiobench
+// profile option, which fio ignores in job files), direct, buffered (to
+// reject it), runtime/timeout, time_based, ramp_time, startdelay (a time or
+// a range), loops, randseed, randrepeat, norandommap, percentage_random,
+// random_distribution (random, zipf, pareto, normal, zoned, zoned_abs),
+// random_generator, rate, rate_iops, rate_min/ratemin, rate_iops_min,
+// rate_cycle/ratecycle, rate_process, io_submit_mode, thinktime,
+// thinktime_spin, thinktime_blocks, thinktime_blocks_type, exitall,
+// exit_what, stonewall/wait_for_previous, new_group, wait_for,
+// group_reporting, verify (every checksum type; pattern is rejected),
+// do_verify, verify_only, verify_fatal, verify_backlog,
+// verify_backlog_batch, kb_base and create_serialize. Every other option,
+// and every engine but psync, sync, pvsync, libaio and io_uring, is an
+// error naming the file, line and option: never silently ignored.
+//
+// # Running
+//
+// Run runs the jobs on a stack's engine as fio runs them: jobs start in
+// file order, a stonewall job after every job before it and a wait_for job
+// after the jobs it names, each startdelay after the start of the run;
+// reporting groups are numbered as fio numbers them. Each job is fio's IO
+// loop for its engine, loops times (or until its runtime, for time_based):
+// an IO phase until size, io_size or number_ios is done, then, for a job
+// with verify, a verify phase that reads back what it wrote and checks it
+// (data are blksim's stamps, so the check is exact). Rates, thinktime,
+// exitall and the distributions follow fio's io_u.c and backend.c.
+//
+// A run is deterministic: the same stack, engine seed and jobs give the
+// same result.
+package workload

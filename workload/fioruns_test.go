@@ -1,0 +1,508 @@
+package workload
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/stack"
+)
+
+// Runner tests for the fio options beyond the first version: each option
+// the parser accepts changes what the runner does.
+
+// runSrc runs src on a fresh default stack and returns every job's result.
+func runSrc(t *testing.T, src string) ([]JobResult, *Result, *stack.Stack) {
+	t.Helper()
+	res, st := runJobs(t, 1, src, RunOptions{AppPerIO: time.Microsecond})
+	return allJobs(res), res, st
+}
+
+// written returns, per 4 KiB block of the file, the writer (job id + 1)
+// of its data, 0 where never written.
+func written(t *testing.T, st *stack.Stack, name string) []uint32 {
+	t.Helper()
+	var out []uint32
+	for _, s := range blockStamps(t, st, name) {
+		out = append(out, s.Writer)
+	}
+	return out
+}
+
+// setUpJob returns a job for spec as Run sets it up, with its region as
+// Size describes it, without a stack.
+func setUpJob(t *testing.T, spec JobSpec, seed uint64) *job {
+	t.Helper()
+	j := &job{spec: &spec, rng: rand.New(rand.NewPCG(seed, 3)), aux: rand.New(rand.NewPCG(seed, 4))}
+	require.NoError(t, j.layout(1<<40))
+	j.setUp()
+	return j
+}
+
+func TestRunRegions(t *testing.T) {
+	t.Run("size and offset as percentages of filesize", func(t *testing.T) {
+		jobs, _, st := runSrc(t, "[j]\nrw=write\nbs=4k\nfilesize=1m\nsize=25%\noffset=50%\ndirect=1\nfilename=f\n")
+		assert.Equal(t, uint64(64), jobs[0].Write.IOs)
+		w := written(t, st, "f")
+		require.Len(t, w, 384, "the file is offset + filesize")
+		for b, wr := range w {
+			want := uint32(0)
+			if b >= 128 && b < 192 {
+				want = 1
+			}
+			require.Equal(t, want, wr, "block %d", b)
+		}
+	})
+	t.Run("offset_increment splits a file between clones", func(t *testing.T) {
+		_, _, st := runSrc(t, "[j]\nrw=write\nbs=4k\nsize=64k\noffset_increment=64k\nnumjobs=4\nfilename=f\ndirect=1\n")
+		w := written(t, st, "f")
+		require.Len(t, w, 64)
+		for b, wr := range w {
+			require.Equal(t, uint32(b/16+1), wr, "block %d", b)
+		}
+	})
+	t.Run("offset", func(t *testing.T) {
+		_, _, st := runSrc(t, "[j]\nrw=randwrite\nbs=4k\nsize=64k\noffset=32k\nfilename=f\ndirect=1\n")
+		w := written(t, st, "f")
+		require.Len(t, w, 24)
+		assert.Equal(t, []uint32{0, 0, 0, 0, 0, 0, 0, 0}, w[:8])
+		assert.NotContains(t, w[8:], uint32(0))
+	})
+	t.Run("io_size wraps the region; number_ios stops early", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[a]\nrw=write\nbs=4k\nsize=64k\nio_size=256k\ndirect=1\n[b]\nrw=randread\nbs=4k\nsize=64k\nnumber_ios=10\ndirect=1\n")
+		assert.Equal(t, uint64(64), jobs[0].Write.IOs)
+		assert.Equal(t, uint64(10), jobs[1].Read.IOs)
+	})
+	t.Run("loops", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[j]\nrw=randread\nbs=4k\nsize=64k\nloops=3\ndirect=1\n")
+		assert.Equal(t, uint64(48), jobs[0].Read.IOs)
+	})
+	t.Run("filesize range", func(t *testing.T) {
+		jobs, _, st := runSrc(t, "[j]\nrw=read\nbs=4k\nfilesize=64k-128k\nnumjobs=4\ndirect=1\n")
+		for c, jr := range jobs {
+			f := openExisting(t, st.FS, "j."+string(rune('0'+c))+".0")
+			assert.GreaterOrEqual(t, f.Size(), int64(64<<10))
+			assert.LessOrEqual(t, f.Size(), int64(128<<10))
+			assert.Zero(t, f.Size()%4096)
+			assert.Equal(t, uint64(f.Size()/4096), jr.Read.IOs, "size defaults to the file size")
+		}
+	})
+	t.Run("fill_device", func(t *testing.T) {
+		cfg := stack.Default()
+		require.NoError(t, cfg.SetArg("device.capacity=64m"))
+		st, err := stack.Build(cfg, 1)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Engine.Close() })
+		res, err := Run(st.Engine, st.FS, parseString(t, "[small]\nrw=write\nsize=8m\nbs=1m\ndirect=1\n[fill]\nrw=write\nbs=1m\nfill_device=1\nsize=1m\ndirect=1\n"), RunOptions{})
+		require.NoError(t, err)
+		jobs := allJobs(res)
+		assert.Equal(t, uint64(56), jobs[1].Write.IOs, "fill_device writes the space the other files leave, whatever size says")
+		assert.Equal(t, int64(56<<20), openExisting(t, st.FS, "fill.0.0").Size())
+	})
+	t.Run("directory and filename_format", func(t *testing.T) {
+		_, _, st := runSrc(t, "[j]\nsize=8k\ndirect=1\ndirectory=/mnt/d/\nfilename_format=$jobname-$jobnum.dat\nnumjobs=2\n[k]\nsize=8k\ndirect=1\ndirectory=data\nfilename=x\n")
+		assert.True(t, fileExists(t, st.FS, "/mnt/d/j-0.dat"))
+		assert.True(t, fileExists(t, st.FS, "/mnt/d/j-1.dat"))
+		assert.True(t, fileExists(t, st.FS, "data/x"))
+	})
+}
+
+func TestRunRegionErrors(t *testing.T) {
+	for _, tc := range []struct{ src, option, msg string }{
+		{"[j]\nsize=64k\noffset=1000\ndirect=1\n", "offset", "not aligned"},
+		{"[j]\nrw=write:1000\nsize=64k\ndirect=1\n", "rw", "unaligned"},
+		{"[j]\nsize=64k\nbsrange=512-1536\nbs=,4k\ndirect=1\nrw=randrw\nbsrange=1000-2000,\n", "bsrange", "not aligned"},
+		{"[j]\nsize=64k\nbssplit=4k/50:1000/50\ndirect=1\n", "bssplit", "not aligned"},
+		{"[j]\nsize=64k\nba=1000\nrw=randread\ndirect=1\n", "blockalign", "not aligned"},
+		{"[j]\nfilesize=8k\nbs=16k\ndirect=1\n", "filesize", "smaller than the block size"},
+		{"[j]\nrw=write\nsize=1m\noffset_increment=400g\nnumjobs=4\nfilename=f\ndirect=1\n", "filename", "no space"},
+	} {
+		t.Run(tc.src, func(t *testing.T) {
+			st := newStack(t, 1)
+			_, err := Run(st.Engine, st.FS, parseString(t, tc.src), RunOptions{})
+			require.ErrorIs(t, err, ErrJob)
+			assert.ErrorContains(t, err, `test.fio:1: option "`+tc.option+`"`)
+			assert.ErrorContains(t, err, tc.msg)
+			assert.Zero(t, st.Engine.Events(), "a job ran")
+		})
+	}
+}
+
+func TestRunBlockSizes(t *testing.T) {
+	t.Run("bsrange", func(t *testing.T) {
+		spec := parseOne(t, "[j]\nsize=1m\nbsrange=4k-16k\n")
+		j := setUpJob(t, spec, 1)
+		seen := map[int64]int{}
+		for range 4000 {
+			seen[j.pickBS(blockdev.OpRead)]++
+		}
+		assert.Len(t, seen, 4)
+		for bs, n := range seen {
+			assert.Contains(t, []int64{4096, 8192, 12288, 16384}, bs)
+			assert.Greater(t, n, 500, "bs %d", bs)
+		}
+	})
+	t.Run("bssplit", func(t *testing.T) {
+		spec := parseOne(t, "[j]\nsize=1m\nbssplit=4k/10:64k/50:32k/40,8k/100\n")
+		j := setUpJob(t, spec, 1)
+		seen := map[int64]int{}
+		for range 10000 {
+			seen[j.pickBS(blockdev.OpRead)]++
+		}
+		assert.InDelta(t, 1000, seen[4096], 150)
+		assert.InDelta(t, 5000, seen[65536], 250)
+		assert.InDelta(t, 4000, seen[32768], 250)
+		assert.Equal(t, int64(8192), j.pickBS(blockdev.OpWrite))
+	})
+	t.Run("run", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[j]\nrw=randrw\nsize=1m\nbssplit=4k/50:64k/50,\nbsrange=,8k-16k\nruntime=50ms\ntime_based\ndirect=1\n")
+		j := jobs[0]
+		assert.Zero(t, j.Error, j.ErrorMsg)
+		avgR := float64(j.Read.Bytes) / float64(j.Read.IOs)
+		avgW := float64(j.Write.Bytes) / float64(j.Write.IOs)
+		assert.InDelta(t, 34*1024, avgR, 4096)
+		assert.InDelta(t, 12*1024, avgW, 2048)
+		assert.Equal(t, [2]int64{4096, 8192}, j.BS)
+		assert.Equal(t, [2]int64{65536, 16384}, j.BSMax)
+	})
+	t.Run("blockalign", func(t *testing.T) {
+		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=4k\nba=16k\n"), 1)
+		for range 1000 {
+			require.Zero(t, j.nextOffset(blockdev.OpRead, 4096)%16384)
+		}
+	})
+}
+
+func TestRunRWModifiers(t *testing.T) {
+	offsets := func(src string, n int) []int64 {
+		j := setUpJob(t, parseOne(t, "[j]\nsize=64k\nbs=4k\n"+src), 7)
+		var out []int64
+		for range n {
+			dir := j.pickDir()
+			out = append(out, j.nextOffset(dir, 4096)/4096)
+		}
+		return out
+	}
+	assert.Equal(t, []int64{0, 2, 4, 6, 8, 10, 12, 14, 0, 2}, offsets("rw=write:4k\n", 10), "holes")
+	assert.Equal(t, []int64{0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 14}, offsets("rw=read:-8k\n", 17), "backwards")
+	r := offsets("rw=randread:4\n", 12)
+	assert.Equal(t, []int64{0, 1, 2}, r[:3], "the IOs between random offsets follow on")
+	assert.Equal(t, []int64{(r[3] + 1) % 16, (r[3] + 2) % 16, (r[3] + 3) % 16}, r[4:7])
+	assert.Equal(t, []int64{(r[7] + 1) % 16, (r[7] + 2) % 16, (r[7] + 3) % 16}, r[8:11])
+	id := offsets("rw=randread:4\nrw_sequencer=identical\n", 8)
+	assert.Equal(t, []int64{0, 0, 0, id[3], id[3], id[3], id[3]}, id[:7])
+	seq := offsets("rw=randread\npercentage_random=0\n", 20)
+	assert.Equal(t, iota64(16), seq[:16], "percentage_random=0 is sequential")
+	half := offsets("rw=randread\npercentage_random=50\n", 400)
+	follows := 0
+	for i := 1; i < len(half); i++ {
+		if half[i] == half[i-1]+1 {
+			follows++
+		}
+	}
+	assert.InDelta(t, 200, follows, 60, "about half the IOs follow on")
+
+	// On the device: write:4k leaves every other block unwritten.
+	_, _, st := runSrc(t, "[j]\nrw=write:4k\nbs=4k\nsize=64k\nio_size=32k\nfilename=f\ndirect=1\n")
+	assert.Equal(t, []uint32{1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0}, written(t, st, "f"))
+}
+
+func TestRunDistributions(t *testing.T) {
+	const blocks = 1024
+	hits := func(src string, n int) []int {
+		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nbs=4k\nsize=4m\n"+src), 3)
+		h := make([]int, blocks)
+		for range n {
+			off := j.nextOffset(blockdev.OpRead, 4096)
+			require.Zero(t, off%4096)
+			require.Less(t, off, int64(4<<20))
+			h[off/4096]++
+		}
+		return h
+	}
+	topShare := func(h []int, frac float64) float64 {
+		s := slices.Clone(h)
+		slices.Sort(s)
+		slices.Reverse(s)
+		top, all := 0, 0
+		for i, v := range s {
+			if i < int(frac*float64(len(s))) {
+				top += v
+			}
+			all += v
+		}
+		return float64(top) / float64(all)
+	}
+	const n = 50000
+	uniform := hits("", n)
+	assert.Less(t, topShare(uniform, 0.1), 0.15)
+	zipf := hits("random_distribution=zipf:1.2\n", n)
+	assert.Greater(t, topShare(zipf, 0.1), 0.6, "zipf 1.2: the hottest tenth takes most IOs")
+	pareto := hits("random_distribution=pareto:0.2\n", n)
+	assert.Greater(t, topShare(pareto, 0.2), 0.6)
+	zoned := hits("random_distribution=zoned:50/5:30/15:20/\n", n)
+	sum := func(h []int, from, to int) float64 {
+		s := 0
+		for _, v := range h[from:to] {
+			s += v
+		}
+		return float64(s) / n
+	}
+	assert.InDelta(t, 0.5, sum(zoned, 0, 51), 0.02, "50% of IOs in the first 5%")
+	assert.InDelta(t, 0.3, sum(zoned, 51, 204), 0.02)
+	assert.InDelta(t, 0.2, sum(zoned, 204, blocks), 0.02)
+	abs := hits("random_distribution=zoned_abs:60/1m:40/3m\n", n)
+	assert.InDelta(t, 0.6, sum(abs, 0, 256), 0.02)
+	normal := hits("random_distribution=normal:5\n", n)
+	assert.InDelta(t, 0.68, sum(normal, 512-51, 512+51), 0.05, "one deviation (5%) around the middle")
+	centered := hits("random_distribution=normal:5:0.25\n", n)
+	assert.InDelta(t, 0.68, sum(centered, 256-51, 256+51), 0.05)
+
+	// The uniform random map visits every block once a pass; norandommap
+	// does not, and lfsr does without a map.
+	distinct := func(h []int) int {
+		d := 0
+		for _, v := range h {
+			if v > 0 {
+				d++
+			}
+		}
+		return d
+	}
+	assert.Equal(t, blocks, distinct(hits("", blocks)))
+	assert.Less(t, distinct(hits("norandommap\n", blocks)), blocks*3/4)
+	lfsr := hits("random_generator=lfsr\n", blocks)
+	assert.Equal(t, blocks, distinct(lfsr))
+	assert.NotEqual(t, iota64(blocks), lfsr, "in a scrambled order")
+}
+
+func TestRunRate(t *testing.T) {
+	iops := func(j JobResult, dir blockdev.Op) float64 {
+		d := j.Read
+		if dir == blockdev.OpWrite {
+			d = j.Write
+		}
+		return float64(d.IOs) / (float64(j.Runtime) / 1e9)
+	}
+	jobs, _, _ := runSrc(t, "[iops]\nrw=randread\nbs=4k\nsize=16m\nrate_iops=2000\nruntime=500ms\ntime_based\ndirect=1\n"+
+		"[bw]\nrw=read\nbs=4k\nsize=16m\nrate=4m\nruntime=500ms\ntime_based\ndirect=1\n"+
+		"[mixed]\nrw=randrw\nbs=4k\nsize=16m\nrate=,2m\nruntime=500ms\ntime_based\ndirect=1\n"+
+		"[aio]\nioengine=libaio\niodepth=16\nrw=randread\nbs=4k\nsize=16m\nrate_iops=5000\nruntime=500ms\ntime_based\ndirect=1\n"+
+		"[poisson]\nioengine=libaio\niodepth=16\nrw=randread\nbs=4k\nsize=16m\nrate_iops=2000\nrate_process=poisson\nio_submit_mode=offload\nruntime=500ms\ntime_based\ndirect=1\n")
+	for _, j := range jobs {
+		require.Zero(t, j.Error, j.ErrorMsg)
+	}
+	assert.InEpsilon(t, 2000, iops(jobs[0], blockdev.OpRead), 0.02)
+	assert.InEpsilon(t, 1024, iops(jobs[1], blockdev.OpRead), 0.02, "4 MiB/s of 4 KiB")
+	assert.InEpsilon(t, 512, iops(jobs[2], blockdev.OpWrite), 0.02, "writes are capped")
+	assert.Greater(t, iops(jobs[2], blockdev.OpRead), 5000.0, "reads are not")
+	assert.InEpsilon(t, 5000, iops(jobs[3], blockdev.OpRead), 0.02)
+	assert.InEpsilon(t, 2000, iops(jobs[4], blockdev.OpRead), 0.1)
+
+	t.Run("rate_min", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[ok]\nrw=read\nbs=4k\nsize=16m\nrate=1250\nratemin=1024\nruntime=8s\ntime_based\ndirect=1\n"+
+			"[slow]\nrw=read\nbs=4k\nsize=16m\nrate=64k\nrate_min=1m\nruntime=8s\ntime_based\ndirect=1\n")
+		assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+		assert.Equal(t, int(syscall.EIO), jobs[1].Error)
+		assert.Contains(t, jobs[1].ErrorMsg, "rate_min=1048576B/s not met")
+		assert.Less(t, jobs[1].Runtime, int64(4*time.Second), "it fails after the settle time and a cycle")
+	})
+}
+
+func TestRunThinkTimeAndStartDelay(t *testing.T) {
+	jobs, res, _ := runSrc(t, "[think]\nrw=randread\nbs=4k\nsize=1m\nnumber_ios=50\nthinktime=1ms\ndirect=1\n"+
+		"[blocks]\nrw=randread\nbs=4k\nsize=1m\nnumber_ios=50\nthinktime=1ms\nthinktime_blocks=10\ndirect=1\n"+
+		"[spin]\nioengine=libaio\niodepth=8\nrw=randread\nbs=4k\nsize=1m\nnumber_ios=40\nthinktime=1ms\nthinktime_spin=1ms\nthinktime_blocks=8\ndirect=1\n"+
+		"[late]\nrw=randread\nbs=4k\nsize=64k\nstartdelay=30ms\ndirect=1\n")
+	for _, j := range jobs {
+		require.Zero(t, j.Error, j.ErrorMsg)
+	}
+	lat := jobs[0].Read.Lat.Sum()
+	assert.InDelta(t, float64(50*time.Millisecond)+lat, float64(jobs[0].Runtime), float64(200*time.Microsecond), "a stall after every IO")
+	assert.InDelta(t, float64(5*time.Millisecond)+jobs[1].Read.Lat.Sum(), float64(jobs[1].Runtime), float64(100*time.Microsecond), "after every 10")
+	assert.GreaterOrEqual(t, jobs[2].Runtime, int64(2*time.Millisecond), "a stall every 8 completions")
+	assert.Less(t, jobs[3].Runtime, int64(10*time.Millisecond), "the delay is not runtime")
+	assert.Greater(t, res.Engine.SimulatedSeconds, 0.030)
+}
+
+func TestRunGroupsAndOrder(t *testing.T) {
+	src := "[global]\nrw=write\nbs=4k\nsize=64k\ndirect=1\n" +
+		"[a]\nnumjobs=2\n[b]\nnew_group\n[c]\n[d]\nstonewall\nnumjobs=2\n[e]\nwait_for=a\n"
+	jobs, res, _ := runSrc(t, src)
+	var groups []int
+	for _, j := range jobs {
+		groups = append(groups, j.GroupID)
+	}
+	assert.Equal(t, []int{0, 0, 1, 1, 2, 2, 2}, groups, "fio's group ids")
+	require.Len(t, res.Groups, 3)
+
+	// stonewall serialises; new_group does not. (The engine's time also
+	// covers the device's own work after the last IO, the same in both.)
+	seq, seqRes, _ := runSrc(t, "[global]\nrw=randwrite\nbs=4k\nsize=1m\ndirect=1\n[a]\n[b]\nstonewall\n")
+	_, parRes, _ := runSrc(t, "[global]\nrw=randwrite\nbs=4k\nsize=1m\ndirect=1\n[a]\n[b]\nnew_group\n")
+	assert.InEpsilon(t, float64(seq[1].Runtime)/1e9, seqRes.Engine.SimulatedSeconds-parRes.Engine.SimulatedSeconds, 0.02)
+
+	// Many clones per group (a model deadlock once: a job ending while
+	// the next group's jobs ran their wake-up CPU time was missed).
+	jobs, _, _ = runSrc(t, "[global]\nbs=4k\nsize=64k\nnumjobs=4\ndirect=1\n[f1]\nrw=write\n[f2]\nstonewall\nrw=randwrite\n[f3]\nstonewall\nrw=read\n")
+	assert.Len(t, jobs, 12)
+
+	// wait_for: the waiter starts when every clone of the waitee ended.
+	wsrc := "[global]\nbs=4k\ndirect=1\nrw=randread\n[w]\nsize=1m\nnumjobs=2\n[x]\nsize=1m\nwait_for=w\n[y]\nsize=64k\n"
+	jobs, wres, _ := runSrc(t, wsrc)
+	_, nres, _ := runSrc(t, strings.Replace(wsrc, "wait_for=w\n", "", 1))
+	assert.InEpsilon(t, float64(jobs[2].Runtime)/1e9, wres.Engine.SimulatedSeconds-nres.Engine.SimulatedSeconds, 0.05)
+}
+
+func TestRunExitAll(t *testing.T) {
+	jobs, _, _ := runSrc(t, "[short]\nrw=randread\nbs=4k\nsize=64k\nexitall\ndirect=1\n"+
+		"[long]\nrw=randread\nbs=4k\nsize=64m\nruntime=1s\ntime_based\ndirect=1\n"+
+		"[sleepy]\nrw=randread\nbs=4k\nsize=64m\nthinktime=10s\nruntime=1m\ndirect=1\n"+
+		"[other]\nnew_group\nrw=randread\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\ndirect=1\n")
+	short := jobs[0].Runtime
+	assert.InDelta(t, float64(short), float64(jobs[1].Runtime), float64(200*time.Microsecond), "exitall ends its group")
+	assert.InDelta(t, float64(short), float64(jobs[2].Runtime), float64(200*time.Microsecond), "even a sleeping job")
+	assert.InDelta(t, float64(20*time.Millisecond), float64(jobs[3].Runtime), float64(100*time.Microsecond), "not another group")
+
+	jobs, _, _ = runSrc(t, "[a]\nrw=randread\nbs=4k\nsize=64k\nexitall\nexit_what=stonewall\ndirect=1\n"+
+		"[b]\nnew_group\nrw=randread\nbs=4k\nsize=1m\nruntime=1s\ntime_based\ndirect=1\n"+
+		"[c]\nstonewall\nrw=randread\nbs=4k\nsize=64k\ndirect=1\n")
+	assert.InDelta(t, float64(jobs[0].Runtime), float64(jobs[1].Runtime), float64(200*time.Microsecond), "stonewall ends every running job")
+	assert.Equal(t, uint64(16), jobs[2].Read.IOs, "but not the jobs that had not started")
+
+	jobs, _, _ = runSrc(t, "[a]\nrw=randread\nbs=4k\nsize=64k\nexitall\nexit_what=all\ndirect=1\n"+
+		"[c]\nstonewall\nrw=randread\nbs=4k\nsize=64k\ndirect=1\n")
+	assert.Zero(t, jobs[1].Read.IOs, "all: jobs that had not started never do")
+	assert.Zero(t, jobs[1].Runtime)
+}
+
+func TestRunVerify(t *testing.T) {
+	ok := func(t *testing.T, jobs []JobResult) {
+		t.Helper()
+		for _, j := range jobs {
+			require.Zero(t, j.Error, "%s: %s", j.Name, j.ErrorMsg)
+		}
+	}
+	t.Run("write then read back", func(t *testing.T) {
+		for _, engine := range []string{"psync", "libaio", "io_uring"} {
+			jobs, _, _ := runSrc(t, "[w]\nioengine="+engine+"\niodepth=8\nrw=randwrite\nbs=4k\nsize=1m\nverify=crc32c\ndirect=1\n")
+			ok(t, jobs)
+			assert.Equal(t, uint64(256), jobs[0].Write.IOs, engine)
+			assert.Equal(t, uint64(256), jobs[0].Read.IOs, engine)
+		}
+	})
+	t.Run("overwrites and a range of sizes", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[w]\nrw=randwrite\nbsrange=4k-16k\nnorandommap\nsize=256k\nio_size=1m\nverify=md5\ndirect=1\n")
+		ok(t, jobs)
+		assert.Positive(t, jobs[0].Read.IOs)
+	})
+	t.Run("runtime over: no verify phase", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[w]\nrw=randwrite\nbs=4k\nsize=64m\nruntime=10ms\nverify=crc32c\ndirect=1\n")
+		ok(t, jobs)
+		assert.Zero(t, jobs[0].Read.IOs)
+	})
+	t.Run("time_based verifies each pass", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[w]\nrw=write\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\nverify=crc32c\ndirect=1\n")
+		ok(t, jobs)
+		assert.Greater(t, jobs[0].Read.IOs, uint64(16))
+	})
+	t.Run("do_verify=0 and verify_backlog", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[n]\nrw=write\nbs=4k\nsize=64k\nverify=crc32c\ndo_verify=0\ndirect=1\n"+
+			"[b]\nrw=randwrite\nbs=4k\nsize=64k\nverify=crc32c\nverify_backlog=4\nfilename=b\ndirect=1\n")
+		ok(t, jobs)
+		assert.Zero(t, jobs[0].Read.IOs)
+		assert.Equal(t, uint64(16), jobs[1].Read.IOs)
+	})
+	t.Run("another job's writes are caught", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[a]\nrw=write\nbs=4k\nsize=256k\nverify=crc32c\nfilename=f\ndirect=1\n"+
+			"[b]\nrw=write\nbs=4k\nsize=256k\nfilename=f\ndirect=1\nrate_iops=20000\n")
+		require.Equal(t, int(syscall.EILSEQ), jobs[0].Error)
+		assert.Contains(t, jobs[0].ErrorMsg, "holds write")
+		assert.Contains(t, jobs[0].ErrorMsg, "of job 1")
+	})
+	t.Run("verify_fatal stops at the first bad block", func(t *testing.T) {
+		src := "[a]\nrw=write\nbs=4k\nsize=256k\nverify=crc32c\nfilename=f\ndirect=1\n" +
+			"[b]\nrw=write\nbs=4k\nsize=256k\nfilename=f\ndirect=1\nrate_iops=20000\n"
+		all, _, _ := runSrc(t, src)
+		fatal, _, _ := runSrc(t, strings.Replace(src, "verify=crc32c\n", "verify=crc32c\nverify_fatal=1\n", 1))
+		require.Equal(t, int(syscall.EILSEQ), fatal[0].Error)
+		assert.Less(t, fatal[0].Read.IOs, all[0].Read.IOs)
+		assert.Contains(t, all[0].ErrorMsg, "more bad blocks")
+	})
+	t.Run("readers check the writes of verifying writers", func(t *testing.T) {
+		src := "[global]\nbs=4k\nsize=1m\nfilename=f\ndirect=1\n" +
+			"[w]\nrw=randwrite\nverify=sha256\ndo_verify=0\n" +
+			"[r]\nstonewall\nrw=randread\nverify=sha256\n" +
+			"[vo]\nstonewall\nrw=randwrite\nverify=sha256\nverify_only\n"
+		jobs, _, _ := runSrc(t, src)
+		ok(t, jobs)
+		assert.Equal(t, uint64(256), jobs[1].Read.IOs)
+		assert.Equal(t, uint64(256), jobs[2].Read.IOs, "verify_only reads")
+		assert.Zero(t, jobs[2].Write.IOs, "and does not write")
+
+		jobs, _, _ = runSrc(t, strings.Replace(src, "[r]\nstonewall\nrw=randread\nverify=sha256", "[r]\nstonewall\nrw=randread\nverify=md5", 1))
+		assert.Equal(t, int(syscall.EILSEQ), jobs[1].Error)
+		assert.Contains(t, jobs[1].ErrorMsg, "verify type mismatch")
+
+		jobs, _, _ = runSrc(t, "[r]\nrw=read\nbs=4k\nsize=64k\nverify=crc32c\ndirect=1\n")
+		assert.Equal(t, int(syscall.EILSEQ), jobs[0].Error)
+		assert.Contains(t, jobs[0].ErrorMsg, "never written")
+
+		jobs, _, _ = runSrc(t, "[w]\nrw=write\nbs=8k\nsize=64k\nverify=crc32c\ndo_verify=0\nfilename=f\ndirect=1\n[r]\nstonewall\nrw=read\nbs=4k\nsize=64k\nverify=crc32c\nfilename=f\ndirect=1\n")
+		assert.Equal(t, int(syscall.EILSEQ), jobs[1].Error)
+		assert.Contains(t, jobs[1].ErrorMsg, "bad header offset")
+	})
+	t.Run("null only pretends", func(t *testing.T) {
+		jobs, _, _ := runSrc(t, "[r]\nrw=read\nbs=4k\nsize=64k\nverify=null\ndirect=1\n[w]\nrw=write\nbs=4k\nsize=64k\nverify=null\ndirect=1\n")
+		ok(t, jobs)
+		assert.Equal(t, uint64(16), jobs[1].Read.IOs)
+	})
+}
+
+func TestRunRandSeeds(t *testing.T) {
+	order := func(extra string) []int64 {
+		_, _, st := runSrc(t, "[w]\nrw=randwrite\nbs=4k\nsize=64k\nfilename=f\ndirect=1\n"+extra)
+		return writeOrder(t, blockStamps(t, st, "f"), 1)
+	}
+	base := order("")
+	assert.NotEqual(t, base, order("randseed=7\n"))
+	assert.Equal(t, order("randrepeat=0\nrandseed=7\n"), order("randrepeat=0\nrandseed=8\n"), "randrepeat=0 leaves randseed out")
+	assert.Equal(t, base, order("threads=8\ncreate_serialize=0\nrandom_generator=tausworthe64\n"), "options without effect")
+}
+
+func TestRunDescriptionAndResults(t *testing.T) {
+	jobs, _, _ := runSrc(t, "[j]\ndescription=the job\nsize=64k\ndirect=1\n")
+	assert.Equal(t, "the job", jobs[0].Description)
+	assert.Zero(t, jobs[0].BSMax)
+}
+
+// Poisson gaps have the rate's mean and a spread (an even rate has none).
+func TestRatePoissonGaps(t *testing.T) {
+	j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nrate_iops=1000\nrate_process=poisson\n"), 1)
+	var gaps []float64
+	last := int64(0)
+	for range 5000 {
+		j.rateIssue(blockdev.OpRead, 4096)
+		gaps = append(gaps, float64(int64(j.rate.next[0])-last))
+		last = int64(j.rate.next[0])
+	}
+	mean, sq := 0.0, 0.0
+	for _, g := range gaps {
+		mean += g
+	}
+	mean /= float64(len(gaps))
+	for _, g := range gaps {
+		sq += (g - mean) * (g - mean)
+	}
+	sd := math.Sqrt(sq / float64(len(gaps)))
+	assert.InEpsilon(t, 1e6, mean, 0.05, "1 ms mean")
+	assert.InEpsilon(t, 1e6, sd, 0.1, "exponential: the deviation is the mean")
+}
