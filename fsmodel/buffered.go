@@ -156,6 +156,7 @@ func (fs *FS) Create(name string) (*File, error) {
 		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
 	}, ra: pagecache.NewRAState()}
 	fs.files[name] = f
+	fs.order = append(fs.order, f)
 	return f, nil
 }
 
@@ -818,4 +819,13 @@ func (f *File) Invalidate() int {
 	}
 	f.ra = pagecache.NewRAState()
 	return len(drop)
+}
+
+// Extend sets the size of a buffered file to at least n bytes without
+// allocating blocks (the new range reads as zeros until written), as fio
+// sizes a file it is about to write.
+func (f *File) Extend(n int64) {
+	if n > f.inode.size {
+		f.inode.size = n
+	}
 }

@@ -51,6 +51,7 @@ type FS struct {
 	files map[string]*File
 	dios  []*dio
 	buf   *buffered // buffered IO, when enabled
+	order []*File   // files in creation order
 
 	// batches are the tasks' open submission batches (StartBatch);
 	// freeBatches are finished ones kept for reuse.
@@ -67,6 +68,19 @@ func New(e *sim.Engine, q *blockdev.Queue, opt Options) (*FS, error) {
 		opt.Name = "fs"
 	}
 	return &FS{e: e, q: q, opt: opt, files: make(map[string]*File)}, nil
+}
+
+// Files returns the files in the order they were created.
+func (fs *FS) Files() []*File { return fs.order }
+
+// Layout returns the file's extents on the device: for a preallocated
+// (direct IO) file its extent map, for a buffered file its allocated
+// blocks, physically contiguous runs merged.
+func (f *File) Layout() []Extent {
+	if f.fs.buf != nil && f.id != 0 {
+		return f.BlockExtents()
+	}
+	return f.ext.Extents()
 }
 
 // Policy returns the filesystem's lock policy.
@@ -130,6 +144,7 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 	}
 	fs.next += alloc
 	fs.files[name] = f
+	fs.order = append(fs.order, f)
 	return f, nil
 }
 

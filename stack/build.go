@@ -32,6 +32,19 @@ type Stack struct {
 	AppPerIO time.Duration
 }
 
+// Close stops the writeback flusher, every task and the page cache's
+// helpers. It is idempotent.
+func (s *Stack) Close() error {
+	err := s.FS.Close()
+	if e := s.Engine.Close(); err == nil {
+		err = e
+	}
+	if c := s.FS.Cache(); c != nil {
+		c.Close()
+	}
+	return err
+}
+
 // Build creates an engine seeded with seed and the stack c describes.
 func Build(c *Config, seed uint64) (*Stack, error) {
 	host := sim.Host{

@@ -255,8 +255,8 @@ func TestAsyncJobErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, option, msg string
 	}{
-		{"buffered", "[j]\nioengine=libaio\niodepth=8\nsize=1m\n", "direct", "buffered IO is not modelled"},
-		{"buffered io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\n", "direct", "buffered IO is not modelled"},
+		{"buffered", "[j]\nioengine=libaio\niodepth=8\nsize=1m\n", "direct", "modelled for the sync engines"},
+		{"buffered io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\n", "direct", "modelled for the sync engines"},
 		{"libaio depth", "[j]\nioengine=libaio\niodepth=65537\ndirect=1\nsize=1m\n", "iodepth", "aio-max-nr"},
 		{"io_uring depth", "[j]\nioengine=io_uring\niodepth=32769\ndirect=1\nsize=1m\n", "iodepth", "ring entries"},
 		{"misaligned", "[j]\nioengine=libaio\nbs=1000\ndirect=1\nsize=1m\n", "bs", "EINVAL"},

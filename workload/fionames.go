@@ -90,13 +90,9 @@ func init() {
 // notModelledReasons explain why some fio options are not modelled, by
 // option name or by a prefix ending in '*'.
 var notModelledReasons = map[string]string{
-	"fsync":                 "fsync and fdatasync need a flush model, which blksim does not have yet",
-	"fdatasync":             "fsync and fdatasync need a flush model, which blksim does not have yet",
 	"sync":                  "O_SYNC/O_DSYNC writes need a flush model, which blksim does not have yet",
-	"end_fsync":             "fsync and fdatasync need a flush model, which blksim does not have yet",
 	"fsync_on_close":        "fsync and fdatasync need a flush model, which blksim does not have yet",
 	"write_barrier":         "flushes are not modelled",
-	"invalidate":            "blksim has no page cache to invalidate yet",
 	"pre_read":              "blksim has no page cache yet",
 	"fadvise_hint":          "blksim has no page cache yet",
 	"zonemode":              "zoned block devices are not modelled",

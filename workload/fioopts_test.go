@@ -414,7 +414,7 @@ func TestParseNewOptionErrors(t *testing.T) {
 
 func TestUnknownOptionMessages(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
-		{"fsync", "fio's fsync: fsync and fdatasync need a flush model"},
+		{"sync", "fio's sync: O_SYNC/O_DSYNC writes need a flush model"},
 		{"write_iops_log", "fio's write_iops_log: blksim writes no per-IO log files"},
 		{"cpus_allowed_policy", "fio's cpus_allowed_policy: CPU affinity is not modelled"},
 		{"hostname", "fio's hostname: an fio option blksim does not simulate"},

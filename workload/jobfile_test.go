@@ -44,7 +44,7 @@ func TestParseDefaults(t *testing.T) {
 		Name: "job", File: "test.fio", Line: 1,
 		RW: RWRead, RWMixRead: 50, BS: [2]int64{4096, 4096},
 		NumJobs: 1, IOEngine: "psync", IODepth: 1, RandSeed: 0x89,
-		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1,
+		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1, Invalidate: true,
 	}
 	assert.Equal(t, want, js)
 }
@@ -79,7 +79,7 @@ name=renamed
 		IOEngine: "sync", IODepth: 1, Direct: true,
 		Runtime: 30 * time.Second, TimeBased: true, RampTime: 2 * time.Second,
 		RandSeed: 1234, RandSeedSet: true, GroupReporting: true,
-		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1,
+		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1, Invalidate: true,
 	}
 	assert.Equal(t, want, js)
 

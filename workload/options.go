@@ -297,6 +297,22 @@ var optionTable = []option{
 		js.Direct = !v.Bool
 		return nil
 	}},
+	{name: "fsync", kind: kindInt, min: 0, max: 1 << 30, set: func(js *JobSpec, v optionValue) error {
+		js.Fsync = int(v.Int)
+		return nil
+	}},
+	{name: "fdatasync", kind: kindInt, min: 0, max: 1 << 30, set: func(js *JobSpec, v optionValue) error {
+		js.Fdatasync = int(v.Int)
+		return nil
+	}},
+	{name: "end_fsync", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.EndFsync = v.Bool
+		return nil
+	}},
+	{name: "invalidate", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.Invalidate = v.Bool
+		return nil
+	}},
 	{name: "runtime", aliases: []string{"timeout"}, kind: kindTime, set: func(js *JobSpec, v optionValue) error {
 		js.Runtime = v.Dur
 		return nil

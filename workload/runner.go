@@ -67,12 +67,14 @@ type job struct {
 	// aux draws what the original runner did not draw (block sizes from
 	// a range or split, distributions, delays, rate gaps), so that jobs
 	// without those options draw exactly as before.
-	aux   *rand.Rand
-	res   JobResult
-	rmap  randomMap
-	seq   [2]int64 // next sequential offset per direction, in the region
-	stamp blockdev.Stamp
-	done  bool
+	aux  *rand.Rand
+	res  JobResult
+	rmap randomMap
+	seq  [2]int64 // next sequential offset per direction, in the region
+	// writesSinceSync counts writes since the last fsync=N/fdatasync=N.
+	writesSinceSync int
+	stamp           blockdev.Stamp
+	done            bool
 
 	// The region of the file the job works on, how much one loop does,
 	// and the unit random offsets are multiples of.
@@ -243,8 +245,10 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 	switch {
 	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
-	case !s.Direct:
-		return at("direct", "buffered IO is not modelled by blksim yet (direct=0 is fio's default); set direct=1")
+	case !s.Direct && !syncEngines[s.IOEngine]:
+		return at("direct", "buffered IO (direct=0, fio's default) is modelled for the sync engines (psync, sync, pvsync) only; libaio and io_uring on buffered files complete synchronously in the kernel: set direct=1 or use psync")
+	case (s.Fsync > 0 || s.Fdatasync > 0 || s.EndFsync) && !syncEngines[s.IOEngine]:
+		return at("fsync", "fsync with an async engine is not modelled (use psync)")
 	case strings.ContainsRune(s.Filename, ':'):
 		return at("filename", "several files per job (colon-separated) are not modelled yet")
 	case s.TimeBased && s.Runtime <= 0:
@@ -508,7 +512,18 @@ func (r *runState) layoutFiles(lbs int64) error {
 	files := map[string]*fsmodel.File{}
 	for _, name := range order {
 		q := sizes[name]
-		f, err := r.fsys.Open(name, q.size)
+		var f *fsmodel.File
+		var err error
+		if q.job.spec.Direct {
+			f, err = r.fsys.Open(name, q.size)
+		} else {
+			// A buffered file is created without blocks: they are
+			// allocated at writeback (delayed or log-structured).
+			f, err = r.fsys.Create(name)
+			if err == nil {
+				f.Extend(q.size)
+			}
+		}
 		if err != nil {
 			return q.job.spec.errorf("filename", "%v", err)
 		}
@@ -610,8 +625,16 @@ func (j *job) begin(now sim.Time) {
 func (j *job) run(t *sim.Task) {
 	start, ok := j.waitToStart(t)
 	if ok {
+		if !j.spec.Direct && j.spec.Invalidate {
+			j.file.Invalidate()
+		}
 		j.begin(start)
 		j.loops(t, j.syncPhase)
+		if j.spec.EndFsync && j.res.Error == 0 {
+			if err := j.file.Fsync(t); err != nil {
+				j.fail(err)
+			}
+		}
 		j.failVerify()
 		t.Flush()
 		if t.Now() > j.statsFrom {
@@ -758,10 +781,21 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 				j.data = j.data[:0]
 				data = &j.data
 			}
-			err = j.file.DirectRead(t, off, io.bs, data)
+			if j.spec.Direct {
+				err = j.file.DirectRead(t, off, io.bs, data)
+			} else {
+				err = j.file.BufferedRead(t, off, io.bs, data)
+			}
 		} else {
 			j.stamp.Seq++
-			err = j.file.DirectWrite(t, off, io.bs, j.stamp)
+			if j.spec.Direct {
+				err = j.file.DirectWrite(t, off, io.bs, j.stamp)
+			} else {
+				err = j.file.BufferedWrite(t, off, io.bs, j.stamp)
+			}
+			if err == nil {
+				err = j.fsyncEvery(t)
+			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
 		if err != nil {
@@ -1079,4 +1113,23 @@ func groupResults(jobs []*job) []GroupResult {
 		gr.Jobs = []JobResult{merged}
 	}
 	return groups
+}
+
+// fsyncEvery issues the fsync (fdatasync) that fsync=N (fdatasync=N) asks
+// for after every N writes.
+func (j *job) fsyncEvery(t *sim.Task) error {
+	s := j.spec
+	if s.Fsync == 0 && s.Fdatasync == 0 {
+		return nil
+	}
+	j.writesSinceSync++
+	n := s.Fsync
+	if n == 0 || s.Fdatasync > 0 && s.Fdatasync < n {
+		n = s.Fdatasync
+	}
+	if j.writesSinceSync < n {
+		return nil
+	}
+	j.writesSinceSync = 0
+	return j.file.Fsync(t)
 }

@@ -118,8 +118,17 @@ type JobSpec struct {
 	// again. After parsing it is 1..IODepth: fio's default 0, and values
 	// above IODepth, mean IODepth (keep the queue full).
 	IODepthLow int
-	// Direct is O_DIRECT (direct=1, or buffered=0).
+	// Direct is O_DIRECT (direct=1, or buffered=0). Buffered jobs
+	// (direct=0, fio's default) go through the page cache; they need a
+	// sync engine.
 	Direct bool
+	// Fsync and Fdatasync issue an fsync (fdatasync) after every that many
+	// writes (0: never); EndFsync one when the job's writes are done.
+	Fsync, Fdatasync int
+	EndFsync         bool
+	// Invalidate drops the file's clean cached pages before the job
+	// starts (fio's default, invalidate=1).
+	Invalidate bool
 	// Runtime is the time limit; 0 means none.
 	Runtime time.Duration
 	// TimeBased makes the job run for Runtime even when Size is done.
@@ -356,6 +365,8 @@ func defaultJobSpec() JobSpec {
 		IOEngine:  "psync",
 		IODepth:   1,
 		RandSeed:  DefaultRandSeed,
+		// fio's invalidate=1
+		Invalidate: true,
 
 		IODepthBatchSubmit:      1,
 		IODepthBatchCompleteMin: 1,

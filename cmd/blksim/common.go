@@ -125,7 +125,7 @@ func checkBuild(cfg *stack.Config) error {
 	if err != nil {
 		return usageError{err}
 	}
-	return st.Engine.Close()
+	return st.Close()
 }
 
 // simulate runs specs on a fresh stack built from cfg with seed. Job errors
@@ -136,7 +136,7 @@ func simulate(cfg *stack.Config, specs []workload.JobSpec, seed uint64) (*worklo
 	if err != nil {
 		return nil, usageError{err}
 	}
-	defer st.Engine.Close()
+	defer st.Close()
 	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
 	if err != nil {
 		var pe *workload.ParseError

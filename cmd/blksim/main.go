@@ -43,6 +43,7 @@ import (
 
 	"github.com/blksim/blksim"
 	"github.com/blksim/blksim/blockdev/blktrace"
+	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/units"
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
@@ -144,7 +145,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // takes a value; every other --NAME[=VALUE] is an fio job option.
 var runFlags = map[string]bool{
 	"stack": true, "set": true, "seed": true, "output-format": true, "output": true,
-	"blktrace": true, "cpuprofile": true, "h": false, "help": false,
+	"blktrace": true, "cpuprofile": true, "layout": false, "h": false, "help": false,
 }
 
 // splitRunArgs separates the run command's arguments into blksim's own
@@ -186,6 +187,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	format := fl.String("output-format", "normal", "normal or json")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
+	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
 	output := fl.String("output", "", "write the output to this file")
 	flagArgs, fioOpts, pos := splitRunArgs(args)
 	if err := fl.Parse(flagArgs); err != nil {
@@ -237,7 +239,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if err != nil {
 		return usageError{err}
 	}
-	defer st.Engine.Close()
+	defer st.Close()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -284,6 +286,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	} else {
 		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
 		err = report.WriteNormal(&out, res, opt)
+		if err == nil && *layout {
+			writeLayout(&out, st.FS)
+		}
 	}
 	if err != nil {
 		return err
@@ -383,4 +388,22 @@ func cmdKeys(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "device.<key>\t(profile)\toverride a key of the device profile (see testdata/devices/README.md)")
 	return tw.Flush()
+}
+
+// writeLayout prints each file's extents (file offset, device offset and
+// length in KiB), the "why" behind request sizes: an interleaved f2fs file
+// has one extent per page, a contiguous one a single extent.
+func writeLayout(w io.Writer, fsys *fsmodel.FS) {
+	fmt.Fprintf(w, "\nFile layout (extents: file offset -> device offset, KiB):\n")
+	for _, f := range fsys.Files() {
+		ext := f.Layout()
+		fmt.Fprintf(w, "  %s: %d extents\n", f.Name(), len(ext))
+		for i, x := range ext {
+			if i == 8 {
+				fmt.Fprintf(w, "    ... %d more\n", len(ext)-8)
+				break
+			}
+			fmt.Fprintf(w, "    %8d -> %10d  %8d\n", x.Logical>>10, x.Physical>>10, x.Length>>10)
+		}
+	}
 }
