@@ -285,6 +285,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		err = report.WriteJSON(&out, res, opt)
 	} else {
 		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
+		if cfg.Get("pagecache.policy") == "tinylfu" {
+			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
+		}
 		err = report.WriteNormal(&out, res, opt)
 		if err == nil && *layout {
 			writeLayout(&out, st.FS)
