@@ -73,13 +73,11 @@ type buffered struct {
 
 	// AllocLog state: the current segment's next block, its mutex, the
 	// writepages mutex, and the filesystem-wide merged write bio.
-	logNext   int64
-	cursegMu  *sim.Mutex
-	wpMu      *sim.Mutex
-	shared    *pageBio
-	bioPool   []*pageBio
-	freeRuns  []pagecache.Run
-	syncReads sim.Completion
+	logNext  int64
+	cursegMu *sim.Mutex
+	wpMu     *sim.Mutex
+	shared   *pageBio
+	bioPool  []*pageBio
 }
 
 // ErrNotBuffered is returned by buffered calls on a filesystem without
