@@ -619,7 +619,10 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 			if stop {
 				break
 			}
-			next := last
+			// Continue past every page of this batch, written or
+			// skipped (a skipped page keeps its tag and must not be
+			// found again).
+			next := batch[len(batch)-1].Index() + 1
 			batch = batch[:0]
 			b.cache.RangeTagged(f.ino(), next, to, tag, func(p *pagecache.Page) bool {
 				batch = append(batch, p)

@@ -177,3 +177,27 @@ func TestF2FSInterleavedFilesReadAs4KiB(t *testing.T) {
 		})
 	}
 }
+
+// Background (WB_SYNC_NONE) writepages skips pages that are dirty again
+// while still under writeback, moves on past them, and ends; a later
+// fsync writes them.
+func TestWritepagesSkipsRedirtiedPagesUnderWriteback(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 4096)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	wb := s.fs.Writeback()
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 256<<10, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, wb.Sync(tk, f, writeback.SyncNone)) // IO started, not waited for
+		require.Positive(t, s.fs.Cache().InodeWritebackPages(f.ino()))
+		require.NoError(t, f.BufferedWrite(tk, 0, 256<<10, blockdev.Stamp{Writer: 1, Seq: 2}))
+		require.NoError(t, wb.Sync(tk, f, writeback.SyncNone)) // must skip, not spin
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	var data []blockdev.StampRun
+	s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 256<<10, &data)) })
+	require.NoError(t, s.e.Run(-1))
+	assert.Equal(t, []blockdev.StampRun{{Sector: 0, Sectors: 512, Stamp: blockdev.Stamp{Writer: 1, Seq: 2}}}, data)
+}
