@@ -94,9 +94,10 @@ type Request struct {
 	Issuer Issuer
 	Sync   bool
 
-	segs     int      // scatter-gather segments of its bios
-	noMerge  bool     // holds a split-off piece: never merged into
-	deadline sim.Time // mq-deadline FIFO expiry
+	segs     int       // scatter-gather segments of its bios
+	noMerge  bool      // holds a split-off piece: never merged into
+	deadline sim.Time  // mq-deadline FIFO expiry
+	cfqq     *cfqQueue // cfq: the queue the request belongs to
 }
 
 // Sectors returns the request's length in sectors.

@@ -25,6 +25,10 @@ type deadline struct {
 	starved int
 }
 
+func (d *deadline) name() string { return SchedMQDeadline }
+
+func (d *deadline) completed(*Queue, *Request) {}
+
 func newDeadline(o DeadlineOptions) *deadline {
 	d := &deadline{
 		expire:      [2]time.Duration{500 * time.Millisecond, 5 * time.Second},

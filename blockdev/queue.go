@@ -47,6 +47,7 @@ type DiskStats struct {
 const (
 	SchedNone       = "none"
 	SchedMQDeadline = "mq-deadline"
+	SchedCFQ        = "cfq"
 )
 
 // DeadlineOptions are mq-deadline's tunables (/sys/block/*/queue/iosched).
@@ -73,10 +74,11 @@ type QueueOptions struct {
 	// NoMerges is sysfs nomerges: 0 all merges, 1 only the one-hit merge
 	// with the most recent candidate, 2 none.
 	NoMerges int
-	// Scheduler is SchedNone (default) or SchedMQDeadline.
+	// Scheduler is SchedNone (default), SchedMQDeadline or SchedCFQ.
 	Scheduler string
-	// Deadline tunes mq-deadline.
+	// Deadline tunes mq-deadline, CFQ tunes cfq.
 	Deadline DeadlineOptions
+	CFQ      CFQOptions
 	// HWQueues is the number of hardware queues (default: the device's,
 	// else 1); a task's CPU picks its queue.
 	HWQueues int
@@ -103,9 +105,9 @@ type Queue struct {
 	depth  int // tags per hardware queue
 
 	hwqs     []hwQueue
-	inFlight int // requests holding a tag
-	dl       *deadline
-	lastMrg  *Request // one-hit merge candidate (nomerges=1)
+	inFlight int       // requests holding a tag
+	sched    scheduler // nil: none
+	lastMrg  *Request  // one-hit merge candidate (nomerges=1)
 
 	free     []*Request
 	freeBios []*Bio
@@ -204,9 +206,11 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 	case "", SchedNone:
 		q.opt.Scheduler = SchedNone
 	case SchedMQDeadline:
-		q.dl = newDeadline(opt.Deadline)
+		q.sched = newDeadline(opt.Deadline)
+	case SchedCFQ:
+		q.sched = newCFQ(e, q, opt.CFQ)
 	default:
-		return nil, fmt.Errorf("blockdev: %s: scheduler %q: want %s or %s", name, opt.Scheduler, SchedNone, SchedMQDeadline)
+		return nil, fmt.Errorf("blockdev: %s: scheduler %q: want %s, %s or %s", name, opt.Scheduler, SchedNone, SchedMQDeadline, SchedCFQ)
 	}
 	for op := range q.stats.QueuedSizes {
 		q.stats.QueuedSizes[op] = make(map[int64]uint64)
@@ -234,10 +238,24 @@ func (q *Queue) Limits() Limits { return q.limits }
 
 // Scheduler returns the IO scheduler's name.
 func (q *Queue) Scheduler() string {
-	if q.dl != nil {
-		return SchedMQDeadline
+	if q.sched != nil {
+		return q.sched.name()
 	}
 	return SchedNone
+}
+
+// scheduler is an IO scheduler (elevator): it holds inserted requests,
+// may merge bios into them, and picks the next request to issue.
+type scheduler interface {
+	name() string
+	insert(q *Queue, r *Request)
+	// bioMerge merges b into a queued request if it can.
+	bioMerge(q *Queue, b *Bio) bool
+	// dispatch returns the next request to issue, or nil (none queued,
+	// or the scheduler chooses to wait).
+	dispatch(q *Queue) *Request
+	// completed is told when an issued request completes.
+	completed(q *Queue, r *Request)
 }
 
 // Stats returns the counters, with time-based ones brought up to Now. The
@@ -360,8 +378,8 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 		if plug != nil && q.mergeInto(plug.reqs, b, true) {
 			return
 		}
-		if q.dl != nil {
-			if q.dl.bioMerge(q, b) {
+		if q.sched != nil {
+			if q.sched.bioMerge(q, b) {
 				return
 			}
 		} else if q.mergeInto(q.hwqs[q.hwqOf(b.Issuer)].list, b, false) {
@@ -445,8 +463,8 @@ func (q *Queue) merged(r *Request, b *Bio, a TraceAction) {
 // insert hands a request to the scheduler or the software queue (I).
 func (q *Queue) insert(r *Request) {
 	q.traceReq(TraceInsert, r, 0)
-	if q.dl != nil {
-		q.dl.insert(q, r)
+	if q.sched != nil {
+		q.sched.insert(q, r)
 		return
 	}
 	h := &q.hwqs[r.HWQueue]
@@ -455,13 +473,13 @@ func (q *Queue) insert(r *Request) {
 
 // run issues requests while tags are free (D).
 func (q *Queue) run() {
-	if q.dl != nil {
+	if q.sched != nil {
 		for {
 			hw := q.freeHWQueue()
 			if hw < 0 {
 				return
 			}
-			r := q.dl.dispatch(q)
+			r := q.sched.dispatch(q)
 			if r == nil {
 				return
 			}
@@ -551,6 +569,9 @@ func (q *Queue) CompleteRequest(r *Request) {
 			b.Err = r.Err
 		}
 		q.endBio(b)
+	}
+	if q.sched != nil {
+		q.sched.completed(q, r)
 	}
 	q.freeRequest(r)
 	q.run()

@@ -108,6 +108,15 @@ func (s *scriptQueue) setup(t *testing.T, d *datadriven.TestData) string {
 			s.opt.Deadline.ReadExpire = dur()
 		case "write_expire":
 			s.opt.Deadline.WriteExpire = dur()
+		case "quantum":
+			s.opt.CFQ.Quantum = num()
+		case "slice_idle":
+			s.opt.CFQ.SliceIdle = dur()
+			if s.opt.CFQ.SliceIdle == 0 {
+				s.opt.CFQ.SliceIdle = -1 // no idling
+			}
+		case "slice_sync":
+			s.opt.CFQ.SliceSync = dur()
 		case "front_merges":
 			s.opt.Deadline.NoFrontMerges = v == "0"
 		default:
@@ -201,7 +210,7 @@ func (s *scriptQueue) run(t *testing.T, input string) string {
 						errs = append(errs, fmt.Sprintf("%s %v: bad sector or size", st.op, st.args))
 						return
 					}
-					b := &Bio{Op: OpRead, Sector: sector, Bytes: size, Issuer: iss}
+					b := &Bio{Op: OpRead, Sector: sector, Bytes: size, Issuer: iss, Sync: true}
 					if st.op == "write" {
 						b.Op = OpWrite
 					}

@@ -79,6 +79,12 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 			FifoBatch:     c.integer("queue.fifo_batch"),
 			NoFrontMerges: !c.boolean("queue.front_merges"),
 		},
+		CFQ: blockdev.CFQOptions{
+			Quantum:    c.integer("queue.quantum"),
+			SliceSync:  c.duration("queue.slice_sync"),
+			SliceAsync: c.duration("queue.slice_async"),
+			SliceIdle:  cfqIdle(c.duration("queue.slice_idle")),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -232,4 +238,12 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
+}
+
+// cfqIdle maps slice_idle=0 (no idling) to CFQOptions' "disabled".
+func cfqIdle(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

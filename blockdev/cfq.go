@@ -1,0 +1,243 @@
+package blockdev
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/blksim/blksim/sim"
+)
+
+// CFQOptions are the tunables of cfq, the legacy (single-queue) Completely
+// Fair Queueing scheduler that kernels up to 4.20 used on SCSI/UFS disks
+// (/sys/block/*/queue/iosched). Zero fields take CFQ's defaults.
+type CFQOptions struct {
+	// Quantum caps the requests in flight from the queue being served
+	// (cfq_quantum, 8).
+	Quantum int
+	// SliceSync and SliceAsync are the time slices of a process's sync
+	// queue and of the async (writeback) queue (100 ms, 40 ms).
+	SliceSync, SliceAsync time.Duration
+	// SliceIdle is how long CFQ keeps the device idle for the served
+	// process's next sync request when its queue runs empty (8 ms;
+	// negative disables idling).
+	SliceIdle time.Duration
+	// FifoExpireSync and FifoExpireAsync bound how long a request waits
+	// before it is served out of sector order (125 ms, 250 ms).
+	FifoExpireSync, FifoExpireAsync time.Duration
+}
+
+// cfqQueue is one process's sync queue, or the shared async queue.
+type cfqQueue struct {
+	key      uint64
+	sync     bool
+	sorted   []*Request // by sector
+	fifo     []*Request // by insertion
+	inflight int
+	queued   bool // on the round-robin list
+}
+
+// asyncKey is the queue of async (writeback) requests.
+const asyncKey = ^uint64(0)
+
+// cfq serves one queue at a time for a time slice, issuing at most
+// Quantum of its requests at once in sector order, and idles up to
+// SliceIdle for the served process's next sync request before moving to
+// the next busy queue. Idling keeps one reader's stream sequential on a
+// disk; with many readers of a fast device it lowers the device's queue
+// depth. Queues are looked up by key; their service order is round-robin,
+// in the order they became busy.
+type cfq struct {
+	e      *sim.Engine
+	q      *Queue
+	opt    CFQOptions
+	queues map[uint64]*cfqQueue
+	rr     []*cfqQueue // busy queues waiting for service
+	active *cfqQueue
+	slice  sim.Time // end of the active queue's slice
+	idling bool
+	gen    uint64 // invalidates stale idle timers
+}
+
+func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.Quantum <= 0 {
+		o.Quantum = 8
+	}
+	def(&o.SliceSync, 100*time.Millisecond)
+	def(&o.SliceAsync, 40*time.Millisecond)
+	def(&o.SliceIdle, 8*time.Millisecond)
+	def(&o.FifoExpireSync, 125*time.Millisecond)
+	def(&o.FifoExpireAsync, 250*time.Millisecond)
+	return &cfq{e: e, q: q, opt: o, queues: make(map[uint64]*cfqQueue)}
+}
+
+func (c *cfq) name() string { return SchedCFQ }
+
+// keyOf is the queue a bio or request goes to: its process's for sync IO,
+// the shared async queue for writeback.
+func keyOf(sync bool, iss Issuer) uint64 {
+	if !sync {
+		return asyncKey
+	}
+	return uint64(iss.PID)
+}
+
+func (c *cfq) queueFor(key uint64, sync bool) *cfqQueue {
+	cq := c.queues[key]
+	if cq == nil {
+		cq = &cfqQueue{key: key, sync: sync}
+		c.queues[key] = cq
+	}
+	return cq
+}
+
+func (c *cfq) insert(q *Queue, r *Request) {
+	cq := c.queueFor(keyOf(r.Sync, r.Issuer), r.Sync)
+	r.cfqq = cq
+	expire := c.opt.FifoExpireAsync
+	if cq.sync {
+		expire = c.opt.FifoExpireSync
+	}
+	r.deadline = q.e.Now() + sim.Time(expire)
+	i, _ := slices.BinarySearchFunc(cq.sorted, r.Sector, func(x *Request, s int64) int {
+		if x.Sector < s {
+			return -1
+		}
+		return 1
+	})
+	cq.sorted = slices.Insert(cq.sorted, i, r)
+	cq.fifo = append(cq.fifo, r)
+	if cq == c.active {
+		if c.idling { // the process we idled for came back
+			c.idling = false
+			c.gen++
+		}
+		return
+	}
+	if !cq.queued {
+		cq.queued = true
+		c.rr = append(c.rr, cq)
+	}
+}
+
+// bioMerge merges b into a request of its own queue (back, then front).
+func (c *cfq) bioMerge(q *Queue, b *Bio) bool {
+	cq := c.queues[keyOf(b.Sync, b.Issuer)]
+	if cq == nil {
+		return false
+	}
+	for _, r := range cq.sorted {
+		if q.tryMerge(r, b, true) {
+			if r.Sector == b.Sector { // front merge moved the start
+				slices.SortFunc(cq.sorted, func(x, y *Request) int {
+					return cmp.Compare(x.Sector, y.Sector)
+				})
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// remove takes r out of its queue's lists.
+func (cq *cfqQueue) remove(r *Request) {
+	if i := slices.Index(cq.sorted, r); i >= 0 {
+		cq.sorted = slices.Delete(cq.sorted, i, i+1)
+	}
+	if i := slices.Index(cq.fifo, r); i >= 0 {
+		cq.fifo = slices.Delete(cq.fifo, i, i+1)
+	}
+}
+
+// expire ends the active queue's service; it goes back on the
+// round-robin list if it still has requests.
+func (c *cfq) expire() {
+	cq := c.active
+	c.active = nil
+	c.idling = false
+	c.gen++
+	if cq != nil && len(cq.sorted) > 0 && !cq.queued {
+		cq.queued = true
+		c.rr = append(c.rr, cq)
+	}
+}
+
+// selectNext makes the next busy queue active, if any.
+func (c *cfq) selectNext(now sim.Time) bool {
+	if len(c.rr) == 0 {
+		return false
+	}
+	cq := c.rr[0]
+	c.rr = slices.Delete(c.rr, 0, 1)
+	cq.queued = false
+	c.active = cq
+	slice := c.opt.SliceAsync
+	if cq.sync {
+		slice = c.opt.SliceSync
+	}
+	c.slice = now + sim.Time(slice)
+	return true
+}
+
+func (c *cfq) dispatch(q *Queue) *Request {
+	now := q.e.Now()
+	for {
+		cq := c.active
+		if cq == nil {
+			if !c.selectNext(now) {
+				return nil
+			}
+			continue
+		}
+		if now >= c.slice && len(c.rr) > 0 && cq.inflight == 0 {
+			c.expire()
+			continue
+		}
+		if len(cq.sorted) > 0 {
+			if cq.inflight >= c.opt.Quantum || now >= c.slice && len(c.rr) > 0 {
+				return nil // wait for completions (then switch)
+			}
+			r := cq.sorted[0]
+			if head := cq.fifo[0]; head.deadline <= now {
+				r = head
+			}
+			cq.remove(r)
+			cq.inflight++
+			return r
+		}
+		// The active queue is empty.
+		if cq.inflight > 0 {
+			return nil // CFQ waits for the served process's IO to finish
+		}
+		if cq.sync && c.opt.SliceIdle > 0 && now < c.slice {
+			if !c.idling {
+				c.idling = true
+				c.gen++
+				q.e.After(c.opt.SliceIdle, c, c.gen)
+			}
+			return nil
+		}
+		c.expire()
+	}
+}
+
+// Fire ends an idle wait that was not interrupted by a new request.
+func (c *cfq) Fire(gen uint64) {
+	if gen != c.gen || !c.idling {
+		return
+	}
+	c.expire()
+	c.q.run()
+}
+
+func (c *cfq) completed(q *Queue, r *Request) {
+	if r.cfqq != nil {
+		r.cfqq.inflight--
+		r.cfqq = nil
+	}
+}
