@@ -60,7 +60,7 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	jobs := []any{}
 	for gi := range r.Groups {
 		for ji := range r.Groups[gi].Jobs {
-			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji]))
+			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji], opt.Bins))
 		}
 	}
 	root.add("jobs", jobs)
@@ -76,7 +76,7 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 }
 
 // jobJSON is one entry of "jobs".
-func jobJSON(j *workload.JobResult) *jsonObject {
+func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o := new(jsonObject)
 	o.add("jobname", j.Name)
 	o.add("groupid", j.GroupID)
@@ -101,9 +101,9 @@ func jobJSON(j *workload.JobResult) *jsonObject {
 	o.add("job options", opts)
 
 	for _, d := range directions(j) {
-		o.add(d.name, dirJSON(j, d.stats))
+		o.add(d.name, dirJSON(j, d.stats, bins))
 	}
-	o.add("trim", dirJSON(j, &emptyDir))
+	o.add("trim", dirJSON(j, &emptyDir, false))
 	sync := new(jsonObject)
 	sync.add("total_ios", 0)
 	sync.add("lat_ns", latJSON(&emptyDir.Lat, true))
@@ -113,7 +113,7 @@ func jobJSON(j *workload.JobResult) *jsonObject {
 }
 
 // dirJSON is one direction of a job, as fio's add_ddir_status_json.
-func dirJSON(j *workload.JobResult, d *workload.DirStats) *jsonObject {
+func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject {
 	var bwBytes uint64
 	var iops float64
 	runt := dirRuntimeMsec(j, d)
@@ -132,7 +132,14 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats) *jsonObject {
 	o.add("short_ios", 0)
 	o.add("drop_ios", 0)
 	o.add("slat_ns", latJSON(&d.Slat, false))
-	o.add("clat_ns", latJSON(&d.Clat, true))
+	clat := latJSON(&d.Clat, true)
+	if bins && d.Clat.Count() > 0 {
+		// fio's json+: every non-empty latency bucket, by its value in ns.
+		b := new(jsonObject)
+		d.Clat.Buckets(func(v int64, n uint64) { b.add(strconv.FormatInt(v, 10), n) })
+		clat.add("bins", b)
+	}
+	o.add("clat_ns", clat)
 	o.add("lat_ns", latJSON(&d.Lat, false))
 	return o
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// IOs per wall second), making the output deterministic for a given
 	// seed. Golden-file tests set it.
 	OmitWall bool
+	// Bins adds fio's json+ latency buckets ("bins": value in ns -> count)
+	// to every clat_ns object of the JSON output.
+	Bins bool
 }
 
 // fixedDate replaces the date fio prints in each job's header line: fio

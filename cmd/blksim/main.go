@@ -184,7 +184,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	var sets multiFlag
 	fl.Var(&sets, "set", "override a stack key: KEY=VALUE (repeatable)")
 	seed := fl.Uint64("seed", 1, "engine seed")
-	format := fl.String("output-format", "normal", "normal or json")
+	format := fl.String("output-format", "normal", "normal, json or json+ (json with latency buckets)")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
@@ -198,8 +198,8 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 		return bad("run: %v", err)
 	}
-	if *format != "normal" && *format != "json" {
-		return bad("run: --output-format %q: want normal or json", *format)
+	if *format != "normal" && *format != "json" && *format != "json+" {
+		return bad("run: --output-format %q: want normal, json or json+", *format)
 	}
 	if len(pos) > 1 {
 		return bad("run: one job file expected, got %d", len(pos))
@@ -280,8 +280,8 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	res.Seed = *seed
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer
-	opt := report.Options{OmitWall: omitWall(env)}
-	if *format == "json" {
+	opt := report.Options{OmitWall: omitWall(env), Bins: *format == "json+"}
+	if *format == "json" || *format == "json+" {
 		err = report.WriteJSON(&out, res, opt)
 	} else {
 		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))

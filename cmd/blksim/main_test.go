@@ -124,7 +124,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{name: "malformed stack file", args: []string{"run", "--stack", badStack, job}, want: []string{badStack + ":3:"}},
 		{name: "unknown key in stack file", args: []string{"run", "--stack", unknownKeyStack, job}, want: []string{unknownKeyStack + ":4:", `"host.cpu"`}},
 		{name: "missing profile in stack file", args: []string{"run", "--stack", missingProfile, job}, want: []string{missingProfile + ":1:", "nope.toml"}},
-		{name: "xml output", args: []string{"run", "--output-format", "xml", job}, want: []string{`"xml"`, "normal or json"}},
+		{name: "xml output", args: []string{"run", "--output-format", "xml", job}, want: []string{`"xml"`, "normal, json or json+"}},
 		{name: "xml output, default job", args: []string{"run", "--output-format=xml"}, want: []string{`"xml"`}},
 	}
 	for _, tc := range tests {
@@ -332,4 +332,29 @@ func TestNormalOutputFormat(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.stdout, "stack: ext4 (parallel DIO reads) on nvme0n1 (p3600)\n"), "output starts %q", r.stdout[:min(len(r.stdout), 80)])
 	assert.Contains(t, r.stdout, "small: (groupid=0, jobs=4)")
 	assert.Contains(t, r.stdout, "Run status group 0 (all jobs):")
+}
+
+// --output-format json+ adds fio's clat_ns bins, whose counts add up to
+// the IOs.
+func TestJSONPlusBins(t *testing.T) {
+	job := writeFile(t, "j.fio", "[j]\ndirect=1\nrw=randread\nsize=16m\nruntime=20ms\n")
+	var out, errb strings.Builder
+	require.Equal(t, 0, run([]string{"run", "--output-format", "json+", job}, &out, &errb, func(string) (string, bool) { return "", false }), errb.String())
+	var res struct {
+		Jobs []struct {
+			Read struct {
+				TotalIOs uint64 `json:"total_ios"`
+				Clat     struct {
+					Bins map[string]uint64 `json:"bins"`
+				} `json:"clat_ns"`
+			} `json:"read"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &res))
+	var n uint64
+	for _, c := range res.Jobs[0].Read.Clat.Bins {
+		n += c
+	}
+	require.Positive(t, res.Jobs[0].Read.TotalIOs)
+	assert.Equal(t, res.Jobs[0].Read.TotalIOs, n)
 }
