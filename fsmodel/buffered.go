@@ -243,6 +243,16 @@ func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
 // dirtying, then dirty-page throttling. Blocks are allocated later, at
 // writeback.
 func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
+	c := &f.fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.Charge(c.Syscall - c.Syscall/2)
+	return f.WriteIter(t, off, n, s)
+}
+
+// WriteIter is BufferedWrite without the syscall's own costs: the
+// filesystem's write_iter, for callers that charge their own syscall (an
+// io_submit of a buffered file runs it synchronously).
+func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	fs := f.fs
 	b := fs.buf
 	if b == nil {
@@ -251,9 +261,6 @@ func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error 
 	if off < 0 || n <= 0 {
 		return fmt.Errorf("%s write at %d+%d: %w", f.name, off, n, syscall.EINVAL)
 	}
-	c := &fs.opt.Costs
-	t.CPU(c.Syscall / 2)
-	defer t.Charge(c.Syscall - c.Syscall/2)
 	f.inode.Lock.DownWrite(t)
 	var dirtied int64
 	for pos := off; pos < off+n; {
@@ -330,6 +337,15 @@ func (f *File) readPageLocked(t *sim.Task, p *pagecache.Page) error {
 // the file stop there. The stamps read are appended to *data if data is
 // not nil.
 func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	c := &f.fs.opt.Costs
+	t.CPU(c.Syscall / 2)
+	defer t.Charge(c.Syscall - c.Syscall/2)
+	return f.ReadIter(t, off, n, data)
+}
+
+// ReadIter is BufferedRead without the syscall's own costs: the
+// filesystem's read_iter, for callers that charge their own syscall.
+func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
 	fs := f.fs
 	b := fs.buf
 	if b == nil {
@@ -338,9 +354,6 @@ func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun
 	if off < 0 || n <= 0 {
 		return fmt.Errorf("%s read at %d+%d: %w", f.name, off, n, syscall.EINVAL)
 	}
-	c := &fs.opt.Costs
-	t.CPU(c.Syscall / 2)
-	defer t.Charge(c.Syscall - c.Syscall/2)
 	if b.opt.ReadLockShared {
 		f.inode.Lock.DownRead(t)
 		defer f.inode.Lock.UpRead(t)

@@ -255,8 +255,8 @@ func TestAsyncJobErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, option, msg string
 	}{
-		{"buffered", "[j]\nioengine=libaio\niodepth=8\nsize=1m\n", "direct", "modelled for the sync engines"},
-		{"buffered io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\n", "direct", "modelled for the sync engines"},
+		{"end_fsync", "[j]\nioengine=libaio\niodepth=8\nsize=1m\nend_fsync=1\n", "fsync", "async engine"},
+		{"fsync io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\nfsync=4\n", "fsync", "async engine"},
 		{"libaio depth", "[j]\nioengine=libaio\niodepth=65537\ndirect=1\nsize=1m\n", "iodepth", "aio-max-nr"},
 		{"io_uring depth", "[j]\nioengine=io_uring\niodepth=32769\ndirect=1\nsize=1m\n", "iodepth", "ring entries"},
 		{"misaligned", "[j]\nioengine=libaio\nbs=1000\ndirect=1\nsize=1m\n", "bs", "EINVAL"},
@@ -332,4 +332,26 @@ func TestAsyncSpecBuiltInCode(t *testing.T) {
 	_, err = Run(st.Engine, st.FS, []JobSpec{spec}, RunOptions{})
 	require.ErrorIs(t, err, ErrJob)
 	assert.ErrorContains(t, err, `code.go:7: option "iodepth"`)
+}
+
+// libaio and io_uring on a buffered file: the kernel does the IO inside
+// the submitting call, so each IO's completion is ready when io_submit
+// returns and fio's lat is slat + clat.
+func TestAsyncBufferedCompletesAtSubmit(t *testing.T) {
+	for _, engine := range []string{"libaio", "io_uring"} {
+		t.Run(engine, func(t *testing.T) {
+			src := "[j]\nrw=write\nbs=4k\nsize=4m\niodepth=8\nfilename=f\nioengine=" + engine + "\n"
+			specs, err := Parse("test.fio", strings.NewReader(src), nil)
+			require.NoError(t, err)
+			st, err := stack.Build(stack.Default(), 1)
+			require.NoError(t, err)
+			defer st.Close()
+			res, err := Run(st.Engine, st.FS, specs, RunOptions{AppPerIO: st.AppPerIO})
+			require.NoError(t, err)
+			w := res.Groups[0].Jobs[0].Write
+			require.Equal(t, uint64(1024), w.IOs)
+			assert.InDelta(t, w.Lat.Mean(), w.Slat.Mean()+w.Clat.Mean(), 1)
+			assert.Equal(t, int64(1024), st.FS.Writeback().DirtyPages()+int64(st.Queue.Stats().Sectors[1]/8), "every page dirtied or written")
+		})
+	}
 }

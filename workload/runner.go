@@ -245,8 +245,6 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 	switch {
 	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
-	case !s.Direct && !syncEngines[s.IOEngine]:
-		return at("direct", "buffered IO (direct=0, fio's default) is modelled for the sync engines (psync, sync, pvsync) only; libaio and io_uring on buffered files complete synchronously in the kernel: set direct=1 or use psync")
 	case (s.Fsync > 0 || s.Fdatasync > 0 || s.EndFsync) && !syncEngines[s.IOEngine]:
 		return at("fsync", "fsync with an async engine is not modelled (use psync)")
 	case strings.ContainsRune(s.Filename, ':'):

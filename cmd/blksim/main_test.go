@@ -88,7 +88,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 	unknownOpt := writeFile(t, "unknown.fio", "[global]\nsize=1m\n\n[j]\ndirect=1\nfrobnicate=3\n")
 	badValue := writeFile(t, "badvalue.fio", "[j]\nsize=1m\nbs=huge\n")
 	noJobs := writeFile(t, "empty.fio", "; nothing\n[global]\nsize=1m\n")
-	buffered := writeFile(t, "buffered.fio", "[j]\nsize=1m\nbs=4k\nrw=read\nioengine=libaio\n")
+	buffered := writeFile(t, "buffered.fio", "[j]\nsize=1m\nbs=4k\nrw=read\nioengine=libaio\nend_fsync=1\n")
 	noBS := filepath.Join(experimentsDir, "ext4-dio.fio")
 	badStack := writeFile(t, "bad.toml", "fs = \"ext4\"\n[ext4]\niomap_dio = = true\n")
 	unknownKeyStack := writeFile(t, "unknown.toml", "fs = \"ext4\"\n\n[host]\ncpu = 4\n")
@@ -111,7 +111,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{name: "unknown job option", args: []string{"run", unknownOpt}, want: []string{unknownOpt + ":6:", `"frobnicate"`}},
 		{name: "bad job value", args: []string{"run", badValue}, want: []string{badValue + ":3:", `"bs"`, `"huge"`}},
 		{name: "no job sections", args: []string{"run", noJobs}, want: []string{noJobs + ":"}},
-		{name: "job the runner cannot run", args: []string{"run", buffered}, want: []string{buffered + ":1:", `"direct"`}},
+		{name: "job the runner cannot run", args: []string{"run", buffered}, want: []string{buffered + ":1:", `"fsync"`}},
 		{name: "unset BS in the shipped job", args: []string{"run", noBS}, want: []string{noBS + ":", `"bs"`}},
 		{name: "set unknown key", args: []string{"run", "--set", "unknown.key=1", job}, want: []string{`"unknown.key"`, "--set unknown.key"}},
 		{name: "set bad bool", args: []string{"run", "--set", "ext4.iomap_dio=maybe", job}, want: []string{`"ext4.iomap_dio"`, `"maybe"`}},
