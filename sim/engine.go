@@ -189,8 +189,9 @@ func (e *Engine) AfterFunc(d time.Duration, fn func()) {
 }
 
 // Run dispatches events in time order until none is left, the next event
-// is later than until (until < 0 means no limit), a task panics, or Stop is
-// called. It returns the first task panic as a *TaskPanicError.
+// is later than until (until < 0 means no limit), or a task or handler
+// panics. It returns the first panic as a *TaskPanicError or
+// *HandlerPanicError, and ErrClosed after Close.
 func (e *Engine) Run(until Time) (err error) {
 	if e.closed {
 		return ErrClosed
