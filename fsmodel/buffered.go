@@ -318,7 +318,7 @@ func (f *File) readPageLocked(t *sim.Task, p *pagecache.Page) error {
 		p.SetUptodate()
 		return nil
 	}
-	pb := f.fs.buf.newPageBio(f, blockdev.OpRead)
+	pb := f.fs.buf.newPageBio(blockdev.OpRead)
 	pb.add(p, blk)
 	pb.waiter = t
 	pb.done.Reinit()
@@ -443,7 +443,7 @@ func (f *File) readahead(t *sim.Task, w pagecache.Window) {
 			pb = nil
 		}
 		if pb == nil {
-			pb = b.newPageBio(f, blockdev.OpRead)
+			pb = b.newPageBio(blockdev.OpRead)
 		}
 		pb.add(p, blk)
 	}
@@ -465,7 +465,7 @@ type pageBio struct {
 	files  []*File
 }
 
-func (b *buffered) newPageBio(f *File, op blockdev.Op) *pageBio {
+func (b *buffered) newPageBio(op blockdev.Op) *pageBio {
 	var pb *pageBio
 	if n := len(b.bioPool); n > 0 {
 		pb = b.bioPool[n-1]
@@ -624,7 +624,7 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				if b.opt.Alloc == AllocLog {
 					fs.logAppend(plug, f, p, blk)
 				} else {
-					own = fs.ownAppend(plug, own, f, p, blk)
+					own = fs.appendPage(plug, own, f, p, blk) // ext4's mpage bio, this call's own
 				}
 				wbc.NrToWrite--
 				last = p.Index() + 1
@@ -708,16 +708,16 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 	return blk
 }
 
-// ownAppend adds a page to the calling writepages' own bio (ext4's
-// mpage/io_submit), submitting it when the next block is not contiguous
-// or the bio is full.
-func (fs *FS) ownAppend(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.Page, blk int64) *pageBio {
+// appendPage adds page p, written to block blk, to the write bio pb,
+// submitting pb first when blk does not follow its last block or it is
+// full, and returns the bio the page went into.
+func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.Page, blk int64) *pageBio {
 	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > fs.buf.opt.BioMax) {
 		plug.Submit(&pb.bio)
 		pb = nil
 	}
 	if pb == nil {
-		pb = fs.buf.newPageBio(f, blockdev.OpWrite)
+		pb = fs.buf.newPageBio(blockdev.OpWrite)
 	}
 	pb.stampWrite(p, blk)
 	pb.add(p, blk)
@@ -727,23 +727,12 @@ func (fs *FS) ownAppend(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.
 
 // logAppend adds a page to the filesystem-wide merged write bio (f2fs's
 // sbi->write_io[DATA]): appended whenever its block follows the last one,
-// whichever inode it belongs to; otherwise the bio is submitted first.
+// whichever inode it belongs to; a full bio goes out at once.
 func (fs *FS) logAppend(plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64) {
 	b := fs.buf
-	pb := b.shared
-	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > b.opt.BioMax) {
-		plug.Submit(&pb.bio)
-		pb = nil
-	}
-	if pb == nil {
-		pb = b.newPageBio(f, blockdev.OpWrite)
-	}
-	pb.stampWrite(p, blk)
-	pb.add(p, blk)
-	pb.addFile(f)
-	b.shared = pb
-	if pb.bytes() >= b.opt.BioMax {
-		plug.Submit(&pb.bio)
+	b.shared = fs.appendPage(plug, b.shared, f, p, blk)
+	if b.shared.bytes() >= b.opt.BioMax {
+		plug.Submit(&b.shared.bio)
 		b.shared = nil
 	}
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/blksim/blksim/writeback"
 )
 
-type durationT = time.Duration
-
 // Stack is a built stack: the engine and every layer on it.
 type Stack struct {
 	Engine *sim.Engine
@@ -26,7 +24,7 @@ type Stack struct {
 	Queue  *blockdev.Queue
 	FS     *fsmodel.FS
 	Config *Config
-	// Host is the host cost set the stack runs with.
+	// Costs are the CPU costs of the filesystem paths.
 	Costs fsmodel.Costs
 	// AppPerIO is the application's CPU time between two IOs.
 	AppPerIO time.Duration

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/blksim/blksim/internal/tomlkv"
 	"github.com/blksim/blksim/internal/units"
@@ -286,7 +287,7 @@ func (c *Config) size(key string) int64 {
 	n, _ := units.ParseSize(c.vals[key])
 	return n
 }
-func (c *Config) duration(key string) durationT {
+func (c *Config) duration(key string) time.Duration {
 	d, _ := units.ParseDuration(c.vals[key])
 	return d
 }

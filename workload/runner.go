@@ -74,7 +74,6 @@ type job struct {
 	// writesSinceSync counts writes since the last fsync=N/fdatasync=N.
 	writesSinceSync int
 	stamp           blockdev.Stamp
-	done            bool
 
 	// The region of the file the job works on, how much one loop does,
 	// and the unit random offsets are multiples of.

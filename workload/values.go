@@ -49,12 +49,6 @@ func sizeMult(suffix string, kb int64) (int64, bool) {
 	return m, true
 }
 
-// parseSize parses fio's size type with the default kb_base, without
-// percentages.
-func parseSize(raw string) (int64, error) {
-	return parseSizeKB(raw, defaultKBBase)
-}
-
 // parseSizeKB parses fio's size type under kb_base kb: a decimal integer
 // with an optional case-insensitive suffix (see sizeMult), a hexadecimal
 // integer with a 0x prefix and no suffix, or a "(...)" expression. The
@@ -143,10 +137,6 @@ var timeUnits = map[string]time.Duration{
 	"h": time.Hour,
 	"d": 24 * time.Hour,
 }
-
-// parseTime parses fio's time type for an option whose bare numbers are
-// seconds (fio's is_seconds).
-func parseTime(raw string) (time.Duration, error) { return parseTimeUnit(raw, time.Second) }
 
 // parseTimeUnit parses fio's time type: a decimal integer with an optional
 // suffix from timeUnits, or a "(...)" expression; a bare number is in unit
