@@ -607,7 +607,22 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 						continue
 					}
 					b.unlockPage(p)
-					f.waitWriteback(t)
+					// f2fs_wait_on_page_writeback: first send out a
+					// cached merged bio that may hold this inode's
+					// pages (ours included), then wait for this page
+					// alone; waiting for the whole file here would wait
+					// on pages this call has queued but not submitted.
+					if b.shared != nil && b.shared.hasFile(f) {
+						plug.Submit(&b.shared.bio)
+						b.shared = nil
+					}
+					if own != nil && own.hasPage(p) {
+						plug.Submit(&own.bio)
+						own = nil
+					}
+					for p.IsWriteback() {
+						f.wbWait.Wait(t)
+					}
 					b.lockPage(t, p)
 					if !p.Resident() || !p.IsDirty() || p.IsWriteback() {
 						b.unlockPage(p)
@@ -764,6 +779,15 @@ func (pb *pageBio) addFile(f *File) {
 		}
 	}
 	pb.files = append(pb.files, f)
+}
+
+func (pb *pageBio) hasPage(p *pagecache.Page) bool {
+	for _, q := range pb.pages {
+		if q == p {
+			return true
+		}
+	}
+	return false
 }
 
 func (pb *pageBio) hasFile(f *File) bool {

@@ -8,8 +8,17 @@ type WaitQueue struct {
 
 // Wait puts t to sleep until a WakeOne or WakeAll reaches it. The task
 // runs again the host's wake latency after the wake.
+//
+// Like the kernel's wait_event, Wait may return without a wake, and
+// callers must re-check their condition in a loop: when t has CPU time
+// charged (Task.Charge), Wait runs it and returns at once, because the
+// condition the caller checked before that time passed may have changed
+// meanwhile (a wake during the burst would otherwise be lost).
 func (q *WaitQueue) Wait(t *Task) {
-	t.Flush()
+	if t.owed > 0 {
+		t.Flush()
+		return
+	}
 	q.waiters.pushBack(t)
 	t.park(true)
 	t.resumeAfterSleep()

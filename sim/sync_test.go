@@ -343,3 +343,30 @@ func TestMutexOwnerAndMisuse(t *testing.T) {
 	require.NotNil(t, owner)
 	assert.Equal(t, "a", owner.Name())
 }
+
+// TestWaitQueueChargedTimeNoLostWake: a task that checks its condition
+// with CPU time still charged, then calls Wait, must not miss a wake that
+// arrives while that time runs: Wait runs the charged time and returns so
+// the caller re-checks (the f2fs fsync that hung forever waiting for a
+// page whose bio completed during its context-switch charge).
+func TestWaitQueueChargedTimeNoLostWake(t *testing.T) {
+	e := sim.New(sim.Options{Host: sim.Host{CPUs: 1}})
+	defer e.Close()
+	var q sim.WaitQueue
+	done := false
+	var woke sim.Time
+	e.Go("waiter", func(task *sim.Task) {
+		task.Charge(5 * us)
+		for !done { // checked at 0, before the charged 5us run
+			q.Wait(task)
+		}
+		woke = task.Now()
+	})
+	e.AfterFunc(2*us, func() { // during the charged burst
+		done = true
+		q.WakeAll()
+	})
+	require.NoError(t, e.Run(-1))
+	assert.Zero(t, e.Tasks(), "the waiter must not sleep forever")
+	assert.Equal(t, sim.Time(5*us), woke)
+}

@@ -332,8 +332,14 @@ func TestCharge(t *testing.T) {
 				// after the charged time. The wake at 10us releases it.
 				name: "WaitQueue.Wait",
 				op: func(x *env, t *sim.Task) {
-					x.e.AfterFunc(10*us-time.Duration(t.Now()), func() { x.wq.WakeOne() })
-					x.wq.Wait(t)
+					// Wait returns once after running the charged time
+					// (callers loop on their condition); the second call
+					// sleeps until the wake.
+					woken := false
+					x.e.AfterFunc(10*us-time.Duration(t.Now()), func() { woken = true; x.wq.WakeOne() })
+					for !woken {
+						x.wq.Wait(t)
+					}
 				},
 				probe: func(x *env, a *sim.Task) string {
 					return fmt.Sprintf("len=%d woke=%v", x.wq.Len(), x.wq.WakeOne())
