@@ -54,6 +54,9 @@ type BufferedOptions struct {
 	// allocate, add to the bio). Concurrent writepages calls interleave at
 	// this granularity.
 	CopyPerPage, DirtyPage, WritePage time.Duration
+	// WriteChecks is the buffered write's CPU time per call under the
+	// inode lock before the copy (write checks, timestamps, mapping).
+	WriteChecks time.Duration
 	// ReadLockShared makes buffered reads take i_rwsem shared across the
 	// read (xfs); otherwise they take no inode lock (ext4, f2fs).
 	ReadLockShared bool
@@ -262,6 +265,7 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 		return fmt.Errorf("%s write at %d+%d: %w", f.name, off, n, syscall.EINVAL)
 	}
 	f.inode.Lock.DownWrite(t)
+	t.Charge(b.opt.WriteChecks)
 	var dirtied int64
 	for pos := off; pos < off+n; {
 		idx := pos / pagecache.PageSize

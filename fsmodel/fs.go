@@ -232,7 +232,8 @@ func (f *File) checkDirect(op blockdev.Op, off, n int64) (LockSpan, error) {
 	}
 	io := IORequest{Offset: off, Length: n,
 		Aligned:   off%BlockSize == 0 && n%BlockSize == 0,
-		Extending: off+n > f.inode.size}
+		Extending: off+n > f.inode.size,
+		Cached:    f.fs.buf != nil && f.fs.buf.cache.InodePages(f.ino()) > 0}
 	if op == blockdev.OpRead {
 		return f.fs.opt.Policy.DIORead(io), nil
 	}

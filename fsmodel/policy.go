@@ -44,6 +44,9 @@ type IORequest struct {
 	Aligned bool
 	// Extending is true when the IO ends beyond the file's size.
 	Extending bool
+	// Cached is true when the file has pages in the page cache (the
+	// inode's mapping->nrpages is not zero).
+	Cached bool
 }
 
 // LockPolicy decides the inode lock span of each direct-IO path. A policy
@@ -126,3 +129,27 @@ func (F2FS) DIORead(IORequest) LockSpan { return SpanSharedIO }
 
 // DIOWrite returns the write span.
 func (F2FS) DIOWrite(IORequest) LockSpan { return SpanExclusiveIO }
+
+// XFS is xfs's inode locking (the iolock, i_rwsem since 4.7) for direct
+// IO, as of kernels 4.x to 6.x: reads shared across the IO; aligned,
+// non-extending writes to a file with no cached pages shared across the
+// IO; other writes exclusive across it (xfs_file_dio_write's
+// unaligned/cached-pages rule). Buffered reads take the iolock shared
+// across the read unless BufferedOptions.ReadLockShared is off (the
+// December 2024 patch); buffered writes take it exclusive. The DAX paths
+// follow the same rules (see File.DAXRead).
+type XFS struct{}
+
+// Name describes the policy.
+func (XFS) Name() string { return "xfs" }
+
+// DIORead returns the read span.
+func (XFS) DIORead(IORequest) LockSpan { return SpanSharedIO }
+
+// DIOWrite returns the write span.
+func (XFS) DIOWrite(io IORequest) LockSpan {
+	if io.Aligned && !io.Extending && !io.Cached {
+		return SpanSharedIO
+	}
+	return SpanExclusiveIO
+}

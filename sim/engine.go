@@ -54,6 +54,13 @@ type Host struct {
 	// SpinHandoff is the time for a lock to pass to an optimistically
 	// spinning waiter (a cache-line transfer).
 	SpinHandoff time.Duration
+	// WakeStep is the waker's CPU time per additional task in a batch
+	// wake of rwsem readers (try_to_wake_up and the IPI, issued one after
+	// another by wake_up_q): the k-th reader woken (from 0) runs
+	// WakeLatency + k*WakeStep after the release, and the releasing task
+	// is charged (n-1)*WakeStep for n readers. Zero means a batch wakes
+	// at once.
+	WakeStep time.Duration
 }
 
 // Options configure a new engine.

@@ -238,7 +238,7 @@ func (r *RWSem) UpRead(t *Task) {
 	r.released(t, false)
 	r.readers--
 	if r.readers == 0 {
-		r.unlocked()
+		t.Charge(r.unlocked())
 	}
 }
 
@@ -250,12 +250,15 @@ func (r *RWSem) UpWrite(t *Task) {
 	}
 	r.released(t, true)
 	r.writer = nil
-	r.unlocked()
+	t.Charge(r.unlocked())
 }
 
 // unlocked passes a free lock on: to spinners first (they are on a CPU and
 // win the cache line), unless a handoff is due; then to the head waiters.
-func (r *RWSem) unlocked() {
+// It returns the CPU time the releasing task spends waking a batch of
+// readers (Host.WakeStep per reader after the first; the kernel's
+// wake_up_q issues the wake-ups one after another).
+func (r *RWSem) unlocked() time.Duration {
 	host := r.e.host
 	if r.spinners.n > 0 && !r.handoffDue() {
 		s := r.spinners.head
@@ -264,7 +267,7 @@ func (r *RWSem) unlocked() {
 			r.takeWrite(s)
 			s.granted = true
 			s.wake(host.SpinHandoff)
-			return
+			return 0
 		}
 		for s := r.spinners.head; s != nil; {
 			next := s.nextW
@@ -279,11 +282,11 @@ func (r *RWSem) unlocked() {
 		}
 		// Writers do not spin on a reader-owned lock in this model.
 		r.ownerSleeps()
-		return
+		return 0
 	}
 	head := r.waiters.head
 	if head == nil {
-		return
+		return 0
 	}
 	if head.waitWrite {
 		if r.handoffDue() {
@@ -300,7 +303,7 @@ func (r *RWSem) unlocked() {
 			head.woken = true
 			head.wake(host.WakeLatency)
 		}
-		return
+		return 0
 	}
 	n := 0
 	// Fix (tests): the 256 cap belongs to the 5.3 wake-any mode; 5.2
@@ -317,12 +320,18 @@ func (r *RWSem) unlocked() {
 			r.readers++
 			r.readerOwned = true
 			w.granted = true
-			w.wake(host.WakeLatency)
+			// The k-th reader of the batch is woken k steps after the
+			// first.
+			w.wake(host.WakeLatency + time.Duration(n)*host.WakeStep)
 			n++
 		}
 		w = next
 	}
 	r.ownerSleeps()
+	if n > 1 {
+		return time.Duration(n-1) * host.WakeStep
+	}
+	return 0
 }
 
 // ownerSleeps turns every spinner into a sleeping waiter, in spin order:

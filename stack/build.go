@@ -50,6 +50,7 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		WakeLatency:   c.duration("host.wake_latency"),
 		ContextSwitch: c.duration("host.context_switch"),
 		SpinHandoff:   c.duration("host.spin_handoff"),
+		WakeStep:      c.duration("host.wake_step"),
 	}
 	if host.CPUs < 1 {
 		return nil, fmt.Errorf("%s: %w: key \"host.cpus\" must be at least 1", c.Where("host.cpus"), ErrConfig)
@@ -114,6 +115,8 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		}
 	case "f2fs":
 		policy = fsmodel.F2FS{}
+	case "xfs":
+		policy = fsmodel.XFS{}
 	default:
 		return nil, fmt.Errorf("%s: %w: unknown fs %q", c.Where("fs"), ErrConfig, c.Get("fs"))
 	}
@@ -217,7 +220,11 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		AllocWindow: c.size("ext4.alloc_window"), BioMax: c.size("writeback.bio_max"),
 		ReadaheadKB: int64(c.integer("pagecache.read_ahead_kb")),
 		CopyPerPage: c.duration("host.copy_per_page"), DirtyPage: c.duration("host.dirty_page"),
-		WritePage: c.duration("host.write_page"),
+		WritePage: c.duration("host.write_page"), WriteChecks: c.duration("host.write_checks"),
+	}
+	if c.Get("fs") == "xfs" {
+		opt.AllocWindow = c.size("xfs.alloc_window")
+		opt.ReadLockShared = c.boolean("xfs.buffered_read_lock")
 	}
 	if c.Get("fs") == "f2fs" {
 		opt.Alloc = fsmodel.AllocLog

@@ -44,7 +44,7 @@ type keyDef struct {
 // Keys of a stack. "device.*" keys other than device.profile override the
 // device profile's own keys and are checked when the device is built.
 var keyDefs = []keyDef{
-	{"fs", kString, "ext4", "filesystem personality", []string{"ext4", "f2fs"}},
+	{"fs", kString, "ext4", "filesystem personality", []string{"ext4", "f2fs", "xfs"}},
 	{"f2fs.writepages_mutex", kBool, "true", "f2fs's sbi->writepages mutex (v4.19 commit 853137ce); false interleaves concurrent writepages' block allocation", nil},
 	{"f2fs.writepages_rule", kString, "v4.19", "when writepages serializes: v4.19 (WB_SYNC_ALL always, WB_SYNC_NONE unless a sync writer is active) or merged (upstream: WB_SYNC_NONE, or dirty pages >= 512)", []string{"v4.19", "merged"}},
 	{"pagecache.limit", kSize, "4g", "page cache size (simulated RAM available to it)", nil},
@@ -57,6 +57,8 @@ var keyDefs = []keyDef{
 	{"writeback.dirty_expire_centisecs", kInt, "3000", "vm.dirty_expire_centisecs", nil},
 	{"writeback.dirty_writeback_centisecs", kInt, "500", "vm.dirty_writeback_centisecs", nil},
 	{"writeback.bio_max", kSize, "512k", "largest writeback bio", nil},
+	{"xfs.buffered_read_lock", kBool, "true", "buffered reads take the iolock (i_rwsem) shared across the read; false is the December 2024 patch (reads rely on folio locks)", nil},
+	{"xfs.alloc_window", kSize, "8m", "delayed allocation: per-file contiguous window (speculative preallocation)", nil},
 	{"ext4.alloc_window", kSize, "8m", "delayed allocation: per-file contiguous window (mballoc preallocation)", nil},
 	{"ext4.parallel_dio_reads", kBool, "true", "DIO reads take i_rwsem shared across the IO (v4.9 commit 16c54688)", nil},
 	{"ext4.dioread_nolock", kBool, "false", "dioread_nolock mount option", nil},
@@ -83,6 +85,7 @@ var keyDefs = []keyDef{
 	{"host.wake_latency", kDuration, "3us", "from waking a sleeping task to it running", nil},
 	{"host.context_switch", kDuration, "1us", "CPU time to switch a task back in after it slept", nil},
 	{"host.spin_handoff", kDuration, "150ns", "lock handoff to a spinning waiter (cache-line transfer)", nil},
+	{"host.wake_step", kDuration, "0s", "waker CPU time per extra reader in an rwsem batch wake (try_to_wake_up + IPI, one after another); the k-th reader runs k steps later", nil},
 	{"host.syscall", kDuration, "2us", "CPU time of a read/write syscall outside the filesystem: entry and exit (with the 2018+ speculation mitigations), VFS checks, fsnotify", nil},
 	{"host.dio_setup", kDuration, "1500ns", "direct-IO setup CPU time (checks, mapping, bio submission)", nil},
 	{"host.dio_per_page", kDuration, "40ns", "direct-IO CPU time per 4 KiB page (pinning, bio_add_page)", nil},
@@ -90,6 +93,7 @@ var keyDefs = []keyDef{
 	{"host.dio_complete", kDuration, "500ns", "direct-IO completion CPU time after the bios end", nil},
 	{"host.copy_per_page", kDuration, "700ns", "CPU time to copy one 4 KiB page between user memory and the page cache", nil},
 	{"host.dirty_page", kDuration, "300ns", "CPU time to dirty a page (accounting, tags)", nil},
+	{"host.write_checks", kDuration, "0s", "buffered write CPU time per call under the inode lock before the copy (write checks, timestamp update, block mapping: xfs_file_write_checks, iomap_begin/end)", nil},
 	{"host.write_page", kDuration, "1us", "writepages CPU time per page (lock, clear dirty, allocate, add to bio)", nil},
 	{"host.app_per_io", kDuration, "1500ns", "CPU time of the application (fio's io_u bookkeeping, offset generation, latency accounting) between two IOs", nil},
 	{"rwsem.writer_spin", kBool, "true", "writers spin while a running writer owns an rwsem", nil},

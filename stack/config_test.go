@@ -232,8 +232,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "bad enum",
-			path: write("enum.toml", "# fs\nfs = \"xfs\"\n"),
-			want: []string{filepath.Join(dir, "enum.toml") + ":2:", `"fs"`, `"xfs"`, "ext4"},
+			path: write("enum.toml", "# fs\nfs = \"btrfs\"\n"),
+			want: []string{filepath.Join(dir, "enum.toml") + ":2:", `"fs"`, `"btrfs"`, "ext4"},
 		},
 		{
 			name: "array",
@@ -291,7 +291,7 @@ func TestSetErrors(t *testing.T) {
 		{"host.cpus", "-1", []string{`key "host.cpus"`}},
 		{"host.cpus", "1048577", []string{`key "host.cpus"`, "1048576"}},
 		{"queue.max_sectors_kb", "128k", []string{`key "queue.max_sectors_kb"`}},
-		{"fs", "xfs", []string{`key "fs"`, `"xfs"`, "ext4"}},
+		{"fs", "btrfs", []string{`key "fs"`, `"btrfs"`, "ext4"}},
 		{"fs", "EXT4", []string{`key "fs"`, `"EXT4"`}},
 		{"fs", "", []string{`key "fs"`}},
 		{"device.", "1", []string{"empty device key"}},
