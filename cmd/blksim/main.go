@@ -275,6 +275,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 	}
 	res.Locks = st.Engine.LockStats()
+	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
 	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
 		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
 	res.Seed = *seed
