@@ -390,6 +390,9 @@ func cmdKeys(w io.Writer) error {
 	for _, k := range stack.Keys() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
 	}
+	for _, k := range stack.PatternKeys() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
+	}
 	fmt.Fprintln(tw, "device.<key>\t(profile)\toverride a key of the device profile (see testdata/devices/README.md)")
 	return tw.Flush()
 }
