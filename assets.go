@@ -5,7 +5,8 @@ package blksim
 
 import "embed"
 
-// Testdata is the embedded testdata tree (devices/ and experiments/).
+// Testdata is the embedded testdata tree (devices/, hosts/ and
+// experiments/).
 //
-//go:embed testdata/devices/*.toml testdata/experiments
+//go:embed testdata/devices/*.toml testdata/hosts/*.toml testdata/experiments
 var Testdata embed.FS

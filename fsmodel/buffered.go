@@ -285,7 +285,7 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 				return err
 			}
 		}
-		t.CPU(b.opt.CopyPerPage * time.Duration(end-pos) / pagecache.PageSize)
+		t.CPU(f.fs.opt.Costs.PageCacheLookup + b.opt.CopyPerPage*time.Duration(end-pos)/pagecache.PageSize)
 		first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
 		if whole {
 			p.SetStamp(s)
@@ -391,7 +391,7 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 			}
 		}
 		chunk := min(end, (idx+1)*pagecache.PageSize) - pos
-		t.CPU(b.opt.CopyPerPage * time.Duration(chunk) / pagecache.PageSize)
+		t.CPU(f.fs.opt.Costs.PageCacheLookup + b.opt.CopyPerPage*time.Duration(chunk)/pagecache.PageSize)
 		if data != nil {
 			first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
 			for i := 0; i < int(chunk/blockdev.SectorSize); i++ {

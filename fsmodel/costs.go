@@ -19,4 +19,8 @@ type Costs struct {
 	// DIOComplete is the cost of finishing a direct IO after its bios
 	// complete (end_io, unpinning, accounting).
 	DIOComplete time.Duration
+	// PageCacheLookup is the cost of finding (or inserting) one page in
+	// the page cache on the buffered read and write paths (the xarray
+	// walk, the page reference); it runs with the page's copy.
+	PageCacheLookup time.Duration
 }

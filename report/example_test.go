@@ -3,6 +3,7 @@ package report_test
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/report"
@@ -19,6 +20,7 @@ func ExampleWriteNormal() {
 		Name: "mytest", RW: "write", BS: [2]int64{4096, 4096}, IOEngine: "sync", IODepth: 1,
 		Runtime: 1_173_000_000,
 		Write:   workload.DirStats{IOs: 5632, Bytes: 5632 * 4096, Clat: clat, Lat: clat},
+		CPU:     workload.CPUUsage{User: 17 * time.Millisecond, Sys: 121 * time.Millisecond, Ctx: 5650, Runtime: 1_173_000_000},
 	}
 	r := &workload.Result{
 		Groups: []workload.GroupResult{{Jobs: []workload.JobResult{job}}},
@@ -40,6 +42,7 @@ func ExampleWriteNormal() {
 	//      | 70.00th=[17792], 80.00th=[19072], 90.00th=[20096], 95.00th=[20608],
 	//      | 99.00th=[21120], 99.50th=[21120], 99.90th=[21376], 99.95th=[21376],
 	//      | 99.99th=[21376]
+	//   cpu          : usr=1.45%, sys=10.32%, ctx=5650, majf=0, minf=0
 	//
 	// Run status group 0 (all jobs):
 	//   WRITE: bw=18.8MiB/s (19.7MB/s), 18.8MiB/s-18.8MiB/s (19.7MB/s-19.7MB/s), io=22.0MiB (23.1MB), run=1173-1173msec

@@ -93,22 +93,27 @@ func sampleResult() *workload.Result {
 	a := workload.JobResult{Name: "randread", JobID: 0, GroupID: 0, RW: "randread",
 		BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Runtime: 2_500_123_456}
 	gen(&a.Read, 20000, 4096, nil, expo(80_000, 40_000))
+	a.CPU = workload.CPUUsage{User: 13_100_000, Sys: 97_800_000, Ctx: 20_011, Runtime: a.Runtime}
 
 	b := workload.JobResult{Name: "mixed", JobID: 1, GroupID: 1, RW: "randrw",
 		BS: [2]int64{4096, 16384}, IOEngine: "libaio", IODepth: 32, Runtime: 3_000_400_000}
 	gen(&b.Read, 30000, 4096, expo(900, 1500), logn(2_500_000, 0.4))
 	gen(&b.Write, 12000, 16384, expo(1200, 2000), logn(3_000_000, 0.5))
+	b.CPU = workload.CPUUsage{User: 60_000_000, Sys: 400_900_000, Ctx: 9_001, Runtime: b.Runtime}
 	c := b
 	c.JobID = 2
 	c.Read, c.Write = workload.DirStats{}, workload.DirStats{}
 	c.Runtime = 3_100_000_000
 	gen(&c.Read, 29000, 4096, expo(900, 1500), logn(2_600_000, 0.4))
 	gen(&c.Write, 11000, 16384, expo(1200, 2000), logn(3_100_000, 0.5))
+	c.CPU = workload.CPUUsage{User: 58_000_000, Sys: 390_000_000, Ctx: 8_700, Runtime: c.Runtime}
 
 	d := workload.JobResult{Name: "fsync-writer", JobID: 3, GroupID: 2, RW: "write",
 		BS: [2]int64{1 << 20, 1 << 20}, IOEngine: "sync", IODepth: 1, Runtime: 60_000_999_999,
 		Error: 5, ErrorMsg: "file:io_u.c:1889, func=io_u error, error=Input/output error"}
 	gen(&d.Write, 700, 1<<20, nil, logn(40_000_000, 0.9))
+	// group_reporting of 4 jobs: times and runtimes summed, as fio's.
+	d.CPU = workload.CPUUsage{User: 4_000_000, Sys: 1_234_000_000, Ctx: 2_810, Runtime: 4 * d.Runtime}
 
 	e := workload.JobResult{Name: "missing-file", JobID: 4, GroupID: 3, RW: "read",
 		BS: [2]int64{8192, 8192}, IOEngine: "psync", IODepth: 1,
@@ -127,7 +132,7 @@ func sampleResult() *workload.Result {
 			Write: sim.LockModeStats{Acquisitions: 23700, Contentions: 9800,
 				WaitTotal: 61 * time.Second, WaitMax: 95 * time.Millisecond, WaitMin: 2 * us,
 				HoldTotal: 80 * time.Second, HoldMax: 600 * time.Millisecond, HoldMin: 90 * us,
-				Spins: 310, SpinTime: 4 * time.Millisecond},
+				Spins: 310, SpinTime: 4 * time.Millisecond, AcqBounces: 20100, ConBounces: 9700},
 			Handoffs: 17},
 		{Name: "fs:s_umount", Kind: "rwsem",
 			Read: sim.LockModeStats{Acquisitions: 5, HoldTotal: 50 * us, HoldMax: 12 * us, HoldMin: 9 * us}},
@@ -149,6 +154,13 @@ func sampleResult() *workload.Result {
 		Locks:  locks,
 		Engine: workload.EngineFigures{SimulatedIOs: ios, Events: 1234567, WallSeconds: 1.75, SimulatedSeconds: 60.000999999},
 		Seed:   42,
+		CPUs: []sim.CPUStat{
+			{User: 70 * time.Millisecond, Sys: 1500 * time.Millisecond},
+			{User: 65 * time.Millisecond, Sys: 640 * time.Millisecond},
+			{},
+			{Sys: 3 * time.Millisecond},
+		},
+		SpinTime: 4007 * us,
 	}
 }
 

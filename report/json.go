@@ -36,14 +36,19 @@ import (
 // does, with integer division by the runtime in msec; they are 0 for a
 // direction that moved no bytes or ran under 1 ms. "trim" is all zeros;
 // "sync" has "total_ios" and "lat_ns", zero, as blksim does not yet
-// report fsync latencies. fio's bw_*/iops_* sample figures, CPU usage,
+// report fsync latencies. Then fio's CPU fields: "usr_cpu", "sys_cpu"
+// (percent of the runtime), "ctx", and "majf" and "minf" (0: page faults
+// are not modelled). fio's bw_*/iops_* sample figures,
 // IO depth and latency distributions are left out: blksim does not measure
 // them, and a missing key is better than a made-up zero.
 //
 // "blksim": "seed"; "locks", one object per lock in r.Locks' order with
 // "name", "kind", "read" and "write" ("acquisitions", "contentions",
 // "wait_total_ns", "wait_max_ns", "wait_min_ns", "hold_total_ns",
-// "hold_max_ns", "hold_min_ns", "spins", "spin_ns") and "handoffs";
+// "hold_max_ns", "hold_min_ns", "spins", "spin_ns", "acq_bounces",
+// "con_bounces") and "handoffs"; when r.CPUs is set, "cpus", per CPU
+// "cpu" (its id), "usr_ns" and "sys_ns", and "spin_ns" (lock spinning,
+// on no CPU);
 // "requests" for the first device: "read" and "write", each with "count",
 // "bytes" and "sizes" (request bytes -> count) of dispatched requests, the
 // same under "queued" for bios as they entered the queue, and "merges",
@@ -109,6 +114,12 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	sync.add("lat_ns", latJSON(&emptyDir.Lat, true))
 	o.add("sync", sync)
 	o.add("job_runtime", runtimeMsec(j))
+	usr, sys := j.CPU.Percent()
+	o.add("usr_cpu", usr)
+	o.add("sys_cpu", sys)
+	o.add("ctx", j.CPU.Ctx)
+	o.add("majf", 0)
+	o.add("minf", 0)
 	return o
 }
 
@@ -179,6 +190,10 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 		locks = append(locks, lo)
 	}
 	o.add("locks", locks)
+	if len(r.CPUs) > 0 {
+		o.add("cpus", cpusJSON(r.CPUs))
+		o.add("spin_ns", int64(r.SpinTime))
+	}
 	if len(r.Disks) > 0 {
 		o.add("requests", requestsJSON(&r.Disks[0]))
 		devs := []any{}
@@ -214,6 +229,8 @@ func lockModeJSON(m *sim.LockModeStats) *jsonObject {
 	o.add("hold_min_ns", int64(m.HoldMin))
 	o.add("spins", m.Spins)
 	o.add("spin_ns", int64(m.SpinTime))
+	o.add("acq_bounces", m.AcqBounces)
+	o.add("con_bounces", m.ConBounces)
 	return o
 }
 

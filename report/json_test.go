@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestWriteJSONGolden(t *testing.T) {
@@ -64,7 +67,8 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 	if len(jobs) != 5 {
 		t.Fatalf("%d jobs, want 5", len(jobs))
 	}
-	wantJobKeys := []string{"jobname", "groupid", "error", "job options", "read", "write", "trim", "sync", "job_runtime"}
+	wantJobKeys := []string{"jobname", "groupid", "error", "job options", "read", "write", "trim", "sync", "job_runtime",
+		"usr_cpu", "sys_cpu", "ctx", "majf", "minf"}
 	wantDirKeys := []string{"io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios",
 		"short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns"}
 	for _, j := range jobs {
@@ -119,6 +123,11 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 			Write      dir               `json:"write"`
 			Trim       dir               `json:"trim"`
 			JobRuntime uint64            `json:"job_runtime"`
+			UsrCPU     float64           `json:"usr_cpu"`
+			SysCPU     float64           `json:"sys_cpu"`
+			Ctx        uint64            `json:"ctx"`
+			Majf       uint64            `json:"majf"`
+			Minf       uint64            `json:"minf"`
 		} `json:"jobs"`
 		Blksim struct {
 			Seed  uint64 `json:"seed"`
@@ -127,6 +136,8 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 				Read, Write map[string]int64
 				Handoffs    uint64
 			} `json:"locks"`
+			CPUs   []map[string]int64 `json:"cpus"`
+			SpinNS int64              `json:"spin_ns"`
 			Engine map[string]float64 `json:"engine"`
 		} `json:"blksim"`
 	}
@@ -177,6 +188,16 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 	if j3 := out.Jobs[3]; j3.Error != 5 || j3.Jobname != "fsync-writer" || j3.GroupID != 2 {
 		t.Errorf("job 3: %+v", j3)
 	}
+	// fio's CPU figures: whole msec of CPU time over whole msec of runtime
+	// (13/2500, 97/2500); a group's runtimes are summed (1234/240003).
+	assert.InDelta(t, 0.52, out.Jobs[0].UsrCPU, 1e-9)
+	assert.InDelta(t, 3.88, out.Jobs[0].SysCPU, 1e-9)
+	assert.Equal(t, uint64(20011), out.Jobs[0].Ctx)
+	assert.Zero(t, out.Jobs[0].Majf+out.Jobs[0].Minf)
+	assert.InDelta(t, 1234.0*100/240003, out.Jobs[3].SysCPU, 1e-6) // %f: six decimals
+	require.Len(t, out.Blksim.CPUs, 4)
+	assert.Equal(t, map[string]int64{"cpu": 1, "usr_ns": 65e6, "sys_ns": 640e6}, out.Blksim.CPUs[1])
+	assert.Equal(t, int64(4007e3), out.Blksim.SpinNS)
 
 	if out.Blksim.Seed != 42 || len(out.Blksim.Locks) != len(r.Locks) {
 		t.Errorf("blksim: seed %d, %d locks", out.Blksim.Seed, len(out.Blksim.Locks))
@@ -184,7 +205,8 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 	l := out.Blksim.Locks[1]
 	if l.Name != "ext4:i_rwsem:file0" || l.Kind != "rwsem" || l.Handoffs != 17 ||
 		l.Write["acquisitions"] != 23700 || l.Write["wait_total_ns"] != 61e9 || l.Write["spin_ns"] != 4e6 ||
-		l.Read["wait_min_ns"] != 800 || len(l.Read) != 10 {
+		l.Read["wait_min_ns"] != 800 || len(l.Read) != 12 ||
+		l.Write["acq_bounces"] != 20100 || l.Write["con_bounces"] != 9700 {
 		t.Errorf("lock: %+v", l)
 	}
 	e := out.Blksim.Engine

@@ -11,13 +11,12 @@ import (
 	"github.com/blksim/blksim/sim"
 )
 
-// lockColumns are the table's column headers, after /proc/lock_stat's
-// (without its bounce columns, which need CPUs' caches) plus blksim's spins
-// and handoffs.
+// lockColumns are the table's column headers, /proc/lock_stat's plus
+// blksim's spins and handoffs.
 var lockColumns = [...]string{
 	"class name",
-	"contentions", "waittime-min", "waittime-max", "waittime-total", "waittime-avg",
-	"acquisitions", "holdtime-min", "holdtime-max", "holdtime-total", "holdtime-avg",
+	"con-bounces", "contentions", "waittime-min", "waittime-max", "waittime-total", "waittime-avg",
+	"acq-bounces", "acquisitions", "holdtime-min", "holdtime-max", "holdtime-total", "holdtime-avg",
 	"spins", "handoffs",
 }
 
@@ -31,7 +30,12 @@ var lockColumns = [...]string{
 // shared-mode row of a lock that is not an rwsem would get "-R"). Times are
 // simulated microseconds with two decimals: waittime-avg is the total wait
 // over contentions (0.00 if none), holdtime-avg the total hold over
-// acquisitions, waittime-min the smallest non-zero wait. spins counts
+// acquisitions, waittime-min the smallest non-zero wait. A wait ends when
+// the waiter has run its handoff (wake-to-run latency, context switch,
+// cache-line transfer), so those costs are wait time, not hold time.
+// acq-bounces counts acquisitions on a CPU other than the previous
+// owner's (the lock's cache line moved), con-bounces those that were also
+// contended. spins counts
 // acquisitions won by optimistic spinning. handoffs belong to the lock, not
 // to a mode: the lock's first row shows them and its second row "-".
 // Columns are aligned with spaces: names left, numbers right.
@@ -115,8 +119,10 @@ func lockRow(name string, m *sim.LockModeStats, handoffs string) []string {
 	}
 	return []string{
 		name,
+		strconv.FormatUint(m.ConBounces, 10),
 		strconv.FormatUint(m.Contentions, 10),
 		usec(m.WaitMin), usec(m.WaitMax), usec(m.WaitTotal), usec(waitAvg),
+		strconv.FormatUint(m.AcqBounces, 10),
 		strconv.FormatUint(m.Acquisitions, 10),
 		usec(m.HoldMin), usec(m.HoldMax), usec(m.HoldTotal), usec(holdAvg),
 		strconv.FormatUint(m.Spins, 10),

@@ -25,12 +25,14 @@ import (
 //     direction that moved bytes in at least 1 ms of runtime the "read:"
 //     or "write:" line (IOPS, bandwidth, amount and runtime), the slat,
 //     clat and lat lines for those with samples, and the clat percentile
-//     block (fio's default percentile list);
+//     block (fio's default percentile list), and fio's "cpu" line (usr
+//     and sys percent of the runtime, ctx; majf and minf are 0);
 //   - for each group, "Run status group G (all jobs):" and one line per
 //     direction with the aggregate bandwidth (bytes over the longest
 //     runtime), the per-job bandwidth range, the amount and the runtime
 //     range;
-//   - the lock table, if any lock was acquired, and the engine line
+//   - the lock table, if any lock was acquired, the per-CPU table
+//     ([WriteCPUUtil]) if r.CPUs is set, and the engine line
 //     "blksim engine: N simulated IOs, E events, W.WW s wall, S.SS s
 //     simulated, X simulated IOs per wall second" (without the wall
 //     figures when opt.OmitWall).
@@ -38,7 +40,7 @@ import (
 // Differences from fio, all deliberate: DATE is the fixed
 // "Thu Jan  1 00:00:00 1970" and pid= is the job's JobID (simulated jobs have
 // neither clocks nor processes); jobs= is JobResult.Jobs (at least 1); the bw/iops sample
-// lines, the latency distribution, cpu, IO depth and issued lines are left
+// lines, the latency distribution, IO depth and issued lines are left
 // out (blksim does not measure them); a job that failed before doing any IO
 // still gets its header, so its error is visible (fio prints nothing).
 //
@@ -67,6 +69,10 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	if hasLockRows(r.Locks) {
 		b.WriteString("\n")
 		writeLockTable(b, r.Locks)
+	}
+	if len(r.CPUs) > 0 {
+		b.WriteString("\n")
+		writeCPUTable(b, r)
 	}
 	b.WriteString("\n")
 	writeEngineLine(b, &r.Engine, opt)
@@ -118,6 +124,7 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 			writeDirNormal(b, j, d)
 		}
 	}
+	b.WriteString(cpuLine(&j.CPU))
 }
 
 // writeDirNormal writes one direction of a job, as fio's show_ddir_status.

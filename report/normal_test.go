@@ -5,6 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
@@ -158,12 +162,51 @@ func TestWriteLockStat(t *testing.T) {
 		}
 	}
 	r := strings.Fields(lines[4]) // ext4:i_rwsem:file0-R
-	want := []string{"ext4:i_rwsem:file0-R", "4100", "0.80", "12000.00", "3900000.00", "951.22",
-		"79000", "60.00", "28000.00", "190000000.00", "2405.06", "0", "17"}
+	want := []string{"ext4:i_rwsem:file0-R", "0", "4100", "0.80", "12000.00", "3900000.00", "951.22",
+		"0", "79000", "60.00", "28000.00", "190000000.00", "2405.06", "0", "17"}
 	if strings.Join(r, " ") != strings.Join(want, " ") {
 		t.Errorf("row\n got %v\nwant %v", r, want)
 	}
-	if f := strings.Fields(lines[5]); f[len(f)-1] != "-" || f[len(f)-2] != "310" {
+	if f := strings.Fields(lines[5]); f[len(f)-1] != "-" || f[len(f)-2] != "310" || f[1] != "9700" || f[7] != "20100" {
 		t.Errorf("second row of a lock: %v", f)
+	}
+}
+
+func TestWriteCPUUtil(t *testing.T) {
+	var b strings.Builder
+	require.NoError(t, WriteCPUUtil(&b, &workload.Result{}))
+	assert.Empty(t, b.String(), "no CPU figures, no table")
+
+	require.NoError(t, WriteCPUUtil(&b, sampleResult()))
+	assert.Equal(t, `cpu_util (simulated; percent of 60.00 s on 4 CPUs):
+cpu       usr      sys     idle
+0        0.12     2.50    97.38
+1        0.11     1.07    98.83
+3        0.00     0.00   100.00
+all      0.06     0.89    99.05
+lock spinning, on no simulated CPU: 4.007 ms
+`, b.String(), "an idle CPU has no row; all averages over every CPU")
+	assert.ErrorIs(t, WriteCPUUtil(&failingWriter{}, sampleResult()), errWrite)
+}
+
+func TestCPULine(t *testing.T) {
+	tests := []struct {
+		name string
+		c    workload.CPUUsage
+		want string
+	}{
+		{"fio's example", workload.CPUUsage{User: 52 * time.Millisecond, Sys: 391 * time.Millisecond, Ctx: 4021, Runtime: 10_000_000_000},
+			"  cpu          : usr=0.52%, sys=3.91%, ctx=4021, majf=0, minf=0\n"},
+		{"whole msec only", workload.CPUUsage{User: 999 * time.Microsecond, Sys: 1999 * time.Microsecond, Runtime: 100_999_999},
+			"  cpu          : usr=0.00%, sys=1.00%, ctx=0, majf=0, minf=0\n"},
+		{"no runtime", workload.CPUUsage{User: time.Second, Ctx: 3, Runtime: 999_999},
+			"  cpu          : usr=0.00%, sys=0.00%, ctx=3, majf=0, minf=0\n"},
+		{"busy over 100%", workload.CPUUsage{Sys: 3 * time.Second, Runtime: 2e9},
+			"  cpu          : usr=0.00%, sys=150.00%, ctx=0, majf=0, minf=0\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, cpuLine(&tc.c))
+		})
 	}
 }

@@ -1,13 +1,13 @@
 // Package report renders a [workload.Result] the way fio shows its results:
 // fio's "normal" text layout ([WriteNormal]) and its --output-format=json
 // layout ([WriteJSON]), each followed by blksim's own figures (the
-// lockstat-style lock table and the engine's work).
+// lockstat-style lock table, per-CPU utilisation and the engine's work).
 //
 // Numbers are formatted with fio's rules (num2str with 4 significant
 // figures, KiB/MiB with the decimal MB/s alternative in parentheses,
 // nsec/usec/msec chosen by magnitude), so the output can be read, diffed and
 // parsed like fio's. Where fio prints something blksim does not measure
-// (bandwidth and IOPS samples, CPU usage, IO depth distributions), the line
+// (bandwidth and IOPS samples, IO depth distributions), the line
 // or field is left out rather than filled with invented values.
 //
 // It also renders the tables of "blksim compare" ([WriteCompare],

@@ -51,8 +51,8 @@ type Host struct {
 	// slept (switching in); it is charged (Task.Charge) and runs with the
 	// task's next CPU burst or before its next primitive.
 	ContextSwitch time.Duration
-	// SpinHandoff is the time for a lock to pass to an optimistically
-	// spinning waiter (a cache-line transfer).
+	// SpinHandoff is the time from a lock's release to an optimistically
+	// spinning waiter taking it (its spin loop sees the store).
 	SpinHandoff time.Duration
 	// WakeStep is the waker's CPU time per additional task in a batch
 	// wake of rwsem readers (try_to_wake_up and the IPI, issued one after
@@ -61,6 +61,17 @@ type Host struct {
 	// is charged (n-1)*WakeStep for n readers. Zero means a batch wakes
 	// at once.
 	WakeStep time.Duration
+	// SpinIteration is the CPU time of one pass of a spin loop (owner
+	// check, cpu_relax). A spinner notices a release at its next
+	// iteration boundary, after SpinHandoff; 0 means it notices at once.
+	// Spinning consumes the spinner's CPU time (system time) whatever it
+	// is.
+	SpinIteration time.Duration
+	// CacheLine is the cost of moving a lock's cache line between CPUs:
+	// an acquisition by a task whose last CPU differs from that of the
+	// lock's previous owner is charged it (Task.Charge, before the hold
+	// starts; for a contended acquisition it counts as wait time).
+	CacheLine time.Duration
 }
 
 // Options configure a new engine.
@@ -71,6 +82,10 @@ type Options struct {
 	Host Host
 	// Clock is the clock to run on; nil means VirtualClock.
 	Clock Clock
+	// LockClasses replace the options NewRWSem is given for the rwsems of
+	// a lock class (see LockClass), e.g. "i_rwsem": per-class spinning.
+	// Nil or a missing class keeps the options given.
+	LockClasses map[string]RWSemOptions
 }
 
 // ErrClosed is returned by Run on an engine that was closed.
@@ -124,7 +139,10 @@ type Engine struct {
 	err     error
 	closed  bool
 
-	locks []lockStatser
+	locks       []lockStatser
+	lockClasses map[string]RWSemOptions
+	// spinTotal is the simulated time tasks spent spinning on locks.
+	spinTotal time.Duration
 }
 
 // New returns an engine at time zero.
@@ -140,6 +158,8 @@ func New(opt Options) *Engine {
 		host:  opt.Host,
 		seed:  opt.Seed,
 		rng:   rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15)),
+
+		lockClasses: opt.LockClasses,
 	}
 	e.cpus.init(e, opt.Host.CPUs)
 	return e

@@ -23,6 +23,11 @@ type LockModeStats struct {
 	// spin ended in the lock).
 	Spins    uint64
 	SpinTime time.Duration
+	// AcqBounces counts acquisitions by a task whose last CPU was not that
+	// of the lock's previous owner (the lock's cache line moved), and
+	// ConBounces those of them that were contended: /proc/lock_stat's
+	// acq-bounces and con-bounces.
+	AcqBounces, ConBounces uint64
 }
 
 // LockStats is the lockstat view of one lock.

@@ -31,6 +31,10 @@ type RWSemOptions struct {
 	// when the head waiter is a reader (5.3 and later); false wakes only
 	// the run of readers at the head (5.2).
 	WakeAnyReaders bool
+	// SpinLimit bounds one optimistic spin: a spinner that has not got
+	// the lock after SpinLimit stops spinning and sleeps as a waiter. 0
+	// means no bound (spinning ends only when the owner sleeps).
+	SpinLimit time.Duration
 }
 
 // RWSem is a reader-writer semaphore with Linux semantics:
@@ -48,11 +52,22 @@ type RWSemOptions struct {
 //     has waited longer than the handoff timeout; the lock is then handed to
 //     that waiter on release.
 //   - With WriterSpin (ReaderSpin) a writer (reader) spins while a running
-//     writer owns the lock and takes it a cache-line transfer after release;
-//     spinners give up and sleep when the owner sleeps.
+//     writer owns the lock and takes it Host.SpinHandoff after release (plus
+//     the rest of its current spin iteration, Host.SpinIteration);
+//     spinners give up and sleep when the owner sleeps, or after
+//     SpinLimit. A spin that ends in the lock is not a context switch;
+//     one that ends in sleep is.
+//   - Costs: a waiter that slept runs Host.WakeLatency after it is granted
+//     (or woken) and pays Host.ContextSwitch; any acquisition on a CPU
+//     other than the previous owner's (Task.LastCPU) pays Host.CacheLine.
+//     Both are charged before the hold starts, so the lockstat wait time of
+//     a contended acquisition includes the whole handoff: wake-to-run,
+//     context switch and cache-line transfer.
 //
-// Spinning tasks do not occupy a simulated CPU in this model. All methods
-// must be called from tasks (the lock/unlock calls) on the engine goroutine.
+// Spinning tasks consume CPU time (system time of the spinner, see
+// Task.CPUTimes) but do not occupy a simulated CPU in this model. All
+// methods must be called from tasks (the lock/unlock calls) on the engine
+// goroutine.
 type RWSem struct {
 	e        *Engine
 	name     string
@@ -71,18 +86,43 @@ type RWSem struct {
 	// shorter or an earlier one was zero. Fix (tests): HoldMin == 0 used
 	// to double as "unset", so a zero hold was overwritten by the next.
 	releases [2]uint64
+	// lastCPU is the CPU of the last task to take the lock (-1: none yet):
+	// where the lock's cache line is.
+	lastCPU int
 }
 
 // NewRWSem creates an unlocked rwsem called name, registered for lock
-// statistics.
+// statistics. If the engine's Options.LockClasses has an entry for the
+// name's class (LockClass), that entry replaces opt.
 func NewRWSem(e *Engine, name string, opt RWSemOptions) *RWSem {
+	if o, ok := e.lockClasses[LockClass(name)]; ok {
+		opt = o
+	}
 	if opt.HandoffTimeout == 0 {
 		opt.HandoffTimeout = DefaultHandoffTimeout
 	}
-	r := &RWSem{e: e, name: name, kind: "rwsem", opt: opt}
+	r := &RWSem{e: e, name: name, kind: "rwsem", opt: opt, lastCPU: -1}
 	e.registerLock(r)
 	return r
 }
+
+// LockClass returns the class of a lock called name: the lock kind without
+// the filesystem before it and the instance after it, as lockstat groups
+// locks by class. "ext4:i_rwsem:file0" and "xfs:i_rwsem:f" are class
+// "i_rwsem", "f2fs:writepages" is "writepages", and a name without a colon
+// is its own class.
+func LockClass(name string) string {
+	_, rest, ok := strings.Cut(name, ":")
+	if !ok {
+		return name
+	}
+	class, _, _ := strings.Cut(rest, ":")
+	return class
+}
+
+// Options returns the options the lock follows (after its class's
+// override).
+func (r *RWSem) Options() RWSemOptions { return r.opt }
 
 // Name returns the lock's name.
 func (r *RWSem) Name() string { return r.name }
@@ -135,10 +175,10 @@ func (r *RWSem) DownRead(t *Task) {
 	if !r.endSpin(t) {
 		slept = true
 	}
-	r.acquired(t, false, start, true)
 	if slept {
 		t.resumeAfterSleep()
 	}
+	r.acquired(t, false, start, true)
 }
 
 // DownWrite takes the lock exclusively, blocking t as needed.
@@ -192,10 +232,10 @@ func (r *RWSem) DownWrite(t *Task) {
 		}
 		t.park(true)
 	}
-	r.acquired(t, true, start, true)
 	if slept {
 		t.resumeAfterSleep()
 	}
+	r.acquired(t, true, start, true)
 }
 
 // takeWrite makes t the owner.
@@ -209,8 +249,41 @@ func (r *RWSem) spin(t *Task) {
 	t.spinning = true
 	t.spinStart = r.e.now
 	t.spinLock = r
+	t.spinSeq++
 	r.spinners.pushBack(t)
+	if r.opt.SpinLimit > 0 {
+		seq := t.spinSeq
+		r.e.AfterFunc(r.opt.SpinLimit, func() {
+			if t.spinning && t.spinLock == r && t.spinSeq == seq {
+				r.spinners.remove(t)
+				r.stopSpinning(t)
+			}
+		})
+	}
 	t.park(false)
+}
+
+// stopSpinning turns spinner s (off the spinner list) into a sleeping
+// waiter.
+func (r *RWSem) stopSpinning(s *Task) {
+	s.spinning = false
+	d := time.Duration(r.e.now - s.spinStart)
+	r.modeStats(s.waitWrite).SpinTime += d
+	s.spun(d)
+	s.running = false
+	s.nvcsw++
+	r.waiters.pushBack(s)
+}
+
+// spinDelay is how long after a release spinner s takes the lock: the
+// rest of its current spin iteration, then the handoff.
+func (r *RWSem) spinDelay(s *Task) time.Duration {
+	h := r.e.host
+	d := h.SpinHandoff
+	if it := h.SpinIteration; it > 0 {
+		d += (it - time.Duration(r.e.now-s.spinStart)%it) % it
+	}
+	return d
 }
 
 // endSpin accounts spin time for t if it spun; it reports whether t got
@@ -222,8 +295,10 @@ func (r *RWSem) endSpin(t *Task) bool {
 	t.spinLock = nil
 	if t.spinning { // granted while spinning
 		t.spinning = false
-		r.modeStats(t.waitWrite).SpinTime += time.Duration(r.e.now - t.spinStart)
+		d := time.Duration(r.e.now - t.spinStart)
+		r.modeStats(t.waitWrite).SpinTime += d
 		r.modeStats(t.waitWrite).Spins++
+		t.spun(d)
 		return true
 	}
 	return false
@@ -266,7 +341,7 @@ func (r *RWSem) unlocked() time.Duration {
 			r.spinners.remove(s)
 			r.takeWrite(s)
 			s.granted = true
-			s.wake(host.SpinHandoff)
+			s.wake(r.spinDelay(s))
 			return 0
 		}
 		for s := r.spinners.head; s != nil; {
@@ -276,7 +351,7 @@ func (r *RWSem) unlocked() time.Duration {
 				r.readers++
 				r.readerOwned = true
 				s.granted = true
-				s.wake(host.SpinHandoff)
+				s.wake(r.spinDelay(s))
 			}
 			s = next
 		}
@@ -339,10 +414,7 @@ func (r *RWSem) unlocked() time.Duration {
 // pointless.
 func (r *RWSem) ownerSleeps() {
 	for s := r.spinners.popFront(); s != nil; s = r.spinners.popFront() {
-		s.spinning = false
-		r.modeStats(s.waitWrite).SpinTime += time.Duration(r.e.now - s.spinStart)
-		s.running = false
-		r.waiters.pushBack(s)
+		r.stopSpinning(s)
 	}
 }
 
@@ -354,11 +426,23 @@ func (r *RWSem) modeStats(write bool) *LockModeStats {
 }
 
 // acquired records a grant once t runs again; contended says whether t
-// had to spin or sleep first.
+// had to spin or sleep first. It charges the cache-line transfer when t's
+// CPU is not the previous owner's; the grant (end of the wait, start of
+// the hold) is after the CPU time t owes by then: the context switch and
+// that transfer.
 func (r *RWSem) acquired(t *Task, write bool, start Time, contended bool) {
 	m := r.modeStats(write)
 	m.Acquisitions++
-	if wait := time.Duration(r.e.now - start); contended {
+	if r.lastCPU >= 0 && r.lastCPU != t.lastCPU {
+		m.AcqBounces++
+		if contended {
+			m.ConBounces++
+		}
+		t.Charge(r.e.host.CacheLine)
+	}
+	r.lastCPU = t.lastCPU
+	grant := r.e.now + Time(t.owed)
+	if wait := time.Duration(grant - start); contended {
 		m.Contentions++
 		m.WaitTotal += wait
 		if wait > m.WaitMax {
@@ -370,7 +454,7 @@ func (r *RWSem) acquired(t *Task, write bool, start Time, contended bool) {
 	}
 	t.granted = false
 	t.woken = false
-	t.held = append(t.held, heldLock{l: r, write: write, at: r.e.now})
+	t.held = append(t.held, heldLock{l: r, write: write, at: grant})
 }
 
 // released records the hold time of t's hold.

@@ -667,15 +667,17 @@ func TestLockStats(t *testing.T) {
 	want := sim.LockStats{
 		Name: "inode:i_rwsem",
 		Kind: "rwsem",
+		// The waiters' context switch (1us) after the wake is wait
+		// time, not hold time: the hold starts once it has run.
 		Read: sim.LockModeStats{
 			Acquisitions: 3, Contentions: 3,
-			WaitTotal: 44 * us, WaitMax: 20 * us, WaitMin: 11 * us,
-			HoldTotal: 27 * us, HoldMax: 21 * us, HoldMin: 1 * us,
+			WaitTotal: 47 * us, WaitMax: 21 * us, WaitMin: 12 * us,
+			HoldTotal: 24 * us, HoldMax: 20 * us, HoldMin: 0,
 		},
 		Write: sim.LockModeStats{
 			Acquisitions: 2, Contentions: 1,
-			WaitTotal: 35 * us, WaitMax: 35 * us, WaitMin: 35 * us,
-			HoldTotal: 14 * us, HoldMax: 10 * us, HoldMin: 4 * us,
+			WaitTotal: 36 * us, WaitMax: 36 * us, WaitMin: 36 * us,
+			HoldTotal: 13 * us, HoldMax: 10 * us, HoldMin: 3 * us,
 		},
 	}
 	assert.Equal(t, want, sem.Stats())
@@ -721,4 +723,93 @@ func TestRWSemMisuse(t *testing.T) {
 			assert.Contains(t, fmt.Sprint(pe.Value), tc.msg)
 		})
 	}
+}
+
+// TestLockStatsHandoffCost: the handoff a sleeping waiter pays (wake-to-run
+// latency, context switch, cache-line transfer) is its lockstat wait time,
+// not its hold time: raising any of them raises the contended lock's wait
+// per contention by that amount and leaves the holds alone. Four rounds,
+// 100us apart: a holder takes the lock for 10us; a waiter runs 1us on
+// another CPU, then asks for the lock and sleeps until the release.
+func TestLockStatsHandoffCost(t *testing.T) {
+	base := sim.Host{CPUs: 8, WakeLatency: 3 * us, ContextSwitch: 1 * us}
+	run := func(h sim.Host) sim.LockModeStats {
+		var tasks []taskScript
+		for i := range 4 {
+			at := time.Duration(i) * 100 * us
+			tasks = append(tasks,
+				ts(fmt.Sprintf("h%d", i), at, "down_write", "cpu 10us", "up_write"),
+				ts(fmt.Sprintf("w%d", i), at+us, "cpu 1us", "down_write", "cpu 1us", "up_write"))
+		}
+		_, sem := runRW(t, h, sim.RWSemOptions{HandoffTimeout: -1}, tasks...)
+		return sem.Stats().Write
+	}
+	perContention := func(m sim.LockModeStats) time.Duration {
+		require.Equal(t, uint64(4), m.Contentions)
+		return m.WaitTotal / time.Duration(m.Contentions)
+	}
+	ref := run(base)
+	assert.Equal(t, 8*us+3*us+1*us, perContention(ref), "the rest of the hold, then wake and context switch")
+	tests := []struct {
+		name  string
+		host  func(h *sim.Host)
+		delta time.Duration // of the total wait of the 4 contentions
+	}{
+		{"wake +5us", func(h *sim.Host) { h.WakeLatency += 5 * us }, 4 * 5 * us},
+		{"context switch +2us", func(h *sim.Host) { h.ContextSwitch += 2 * us }, 4 * 2 * us},
+		// The waiters' 4 transfers, and those of the holders of rounds
+		// 2-4 (the lock was last on the waiter's CPU), which start their
+		// holds and so their releases 150ns later.
+		{"cache line 150ns", func(h *sim.Host) { h.CacheLine = 150 * ns }, (4 + 3) * 150 * ns},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := base
+			tc.host(&h)
+			got := run(h)
+			assert.Equal(t, ref.WaitTotal+tc.delta, got.WaitTotal)
+			assert.Equal(t, ref.HoldTotal, got.HoldTotal, "holds are the critical sections alone")
+			assert.Equal(t, ref.HoldMax, got.HoldMax)
+			assert.Equal(t, uint64(7), got.AcqBounces, "each round's acquisitions are on CPUs 0 and 1; the first has no previous owner")
+			assert.Equal(t, uint64(4), got.ConBounces)
+		})
+	}
+}
+
+// TestCPUTimes: CPU time is system time unless charged as user time;
+// sleeps are voluntary and run-queue waits involuntary context switches;
+// each CPU's busy time is split the same way.
+func TestCPUTimes(t *testing.T) {
+	e := newEngine(t, sim.Host{CPUs: 1, WakeLatency: us, ContextSwitch: 500 * ns})
+	var a, b *sim.Task
+	a = e.Go("a", func(t *sim.Task) {
+		t.ChargeUser(2 * us)
+		t.CPU(3 * us) // one burst: 2us user, 3us system
+		t.Sleep(10 * us)
+		t.CPUUser(4 * us)
+	})
+	b = e.Go("b", func(t *sim.Task) {
+		t.CPU(1 * us) // waits for a's first burst: involuntary
+	})
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, sim.CPUTimes{User: 6 * us, Sys: 3 * us, Voluntary: 1}, a.CPUTimes())
+	assert.Equal(t, sim.CPUTimes{Sys: 1 * us, Involuntary: 1}, b.CPUTimes())
+	assert.Equal(t, []sim.CPUStat{{User: 6 * us, Sys: 4 * us}}, e.CPUStats())
+	assert.Zero(t, e.SpinTime())
+}
+
+func TestLockClass(t *testing.T) {
+	for name, want := range map[string]string{
+		"ext4:i_rwsem:file0": "i_rwsem",
+		"xfs:i_rwsem:a:b":    "i_rwsem",
+		"f2fs:writepages":    "writepages",
+		"sem":                "sem",
+	} {
+		assert.Equal(t, want, sim.LockClass(name), name)
+	}
+	e := sim.New(sim.Options{LockClasses: map[string]sim.RWSemOptions{"i_rwsem": {ReaderSpin: true}}})
+	defer e.Close()
+	assert.True(t, sim.NewRWSem(e, "ext4:i_rwsem:f", sim.RWSemOptions{WriterSpin: true}).Options().ReaderSpin)
+	assert.False(t, sim.NewRWSem(e, "ext4:i_rwsem:f", sim.RWSemOptions{WriterSpin: true}).Options().WriterSpin, "the class's options replace the given ones")
+	assert.True(t, sim.NewRWSem(e, "ext4:other:f", sim.RWSemOptions{WriterSpin: true}).Options().WriterSpin)
 }

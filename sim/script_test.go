@@ -21,9 +21,12 @@ import (
 //
 // Commands:
 //
-//	engine [cpus=N] [wake=D] [cs=D] [spin=D] [writer-spin] [reader-spin]
-//	       [wake-any] [handoff=D] [mutex-spin]
-//	    A new engine with one rwsem "sem" and one mutex "mu".
+//	engine [cpus=N] [wake=D] [cs=D] [spin=D] [spin-iter=D] [cacheline=D]
+//	       [writer-spin] [reader-spin] [spin-limit=D] [wake-any]
+//	       [handoff=D] [mutex-spin]
+//	    A new engine with one rwsem "sem" and one mutex "mu". spin is
+//	    Host.SpinHandoff, spin-iter Host.SpinIteration, cacheline
+//	    Host.CacheLine.
 //	task name=NAME [at=D] [repeat=N] ops=(OP, ...)
 //	    A task that starts at D and runs the ops N times. OPs: down_read,
 //	    up_read, down_write, up_write, lock, unlock, cpu D, sleep D, yield.
@@ -31,7 +34,10 @@ import (
 //	    Runs the engine and prints each lock operation as it returned:
 //	    "<time> <task> <op>".
 //	stats
-//	    Prints the lockstat figures of sem and mu (min/max/total).
+//	    Prints the lockstat figures of sem and mu (min/max/total), with
+//	    acquisition and contention bounces when there are any.
+//	cpu
+//	    Prints each CPU's usr/sys time and the tasks' spin total.
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &scriptState{}
@@ -79,6 +85,12 @@ func (s *scriptState) cmd(t *testing.T, td *datadriven.TestData) (string, error)
 				h.ContextSwitch, err = time.ParseDuration(a.SingleVal(t))
 			case "spin":
 				h.SpinHandoff, err = time.ParseDuration(a.SingleVal(t))
+			case "spin-iter":
+				h.SpinIteration, err = time.ParseDuration(a.SingleVal(t))
+			case "cacheline":
+				h.CacheLine, err = time.ParseDuration(a.SingleVal(t))
+			case "spin-limit":
+				opt.SpinLimit, err = time.ParseDuration(a.SingleVal(t))
 			case "handoff":
 				opt.HandoffTimeout, err = time.ParseDuration(a.SingleVal(t))
 			case "writer-spin":
@@ -183,8 +195,21 @@ func (s *scriptState) cmd(t *testing.T, td *datadriven.TestData) (string, error)
 					m.s.WaitMin, m.s.WaitMax, m.s.WaitTotal,
 					m.s.HoldMin, m.s.HoldMax, m.s.HoldTotal,
 					m.s.Spins, m.s.SpinTime)
+				if m.s.AcqBounces > 0 {
+					fmt.Fprintf(&b, "        bounces acq=%d con=%d\n", m.s.AcqBounces, m.s.ConBounces)
+				}
 			}
 		}
+		return b.String(), nil
+
+	case "cpu":
+		var b strings.Builder
+		for id, c := range s.e.CPUStats() {
+			if c.User+c.Sys > 0 {
+				fmt.Fprintf(&b, "cpu%d usr=%v sys=%v\n", id, c.User, c.Sys)
+			}
+		}
+		fmt.Fprintf(&b, "spinning=%v\n", s.e.SpinTime())
 		return b.String(), nil
 
 	default:

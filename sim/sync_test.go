@@ -274,13 +274,14 @@ func TestMutexHandoffCost(t *testing.T) {
 				Spins: 1, SpinTime: 8200 * ns},
 		},
 		{
+			// Wake latency and context switch are both wait time.
 			name: "sleeper pays wake latency and context switch",
 			spin: false, owner: []string{"lock", "cpu 10us", "unlock"},
 			lock: 10*us + 5*us, unlock: 10*us + 5*us + 2*us + 1*us,
 			busy: 10*us + 2*us + 1*us,
 			stats: sim.LockModeStats{Acquisitions: 2, Contentions: 1,
-				WaitTotal: 13 * us, WaitMax: 13 * us, WaitMin: 13 * us,
-				HoldTotal: 13 * us, HoldMax: 10 * us, HoldMin: 3 * us},
+				WaitTotal: 15 * us, WaitMax: 15 * us, WaitMin: 15 * us,
+				HoldTotal: 11 * us, HoldMax: 10 * us, HoldMin: 1 * us},
 		},
 		{
 			// The owner sleeps while holding: the spinner gives up at 3us.
@@ -289,8 +290,8 @@ func TestMutexHandoffCost(t *testing.T) {
 			lock: 10*us + 5*us, unlock: 10*us + 5*us + 2*us + 1*us,
 			busy: 8*us + 2*us + 1*us,
 			stats: sim.LockModeStats{Acquisitions: 2, Contentions: 1,
-				WaitTotal: 13 * us, WaitMax: 13 * us, WaitMin: 13 * us,
-				HoldTotal: 13 * us, HoldMax: 10 * us, HoldMin: 3 * us,
+				WaitTotal: 15 * us, WaitMax: 15 * us, WaitMin: 15 * us,
+				HoldTotal: 11 * us, HoldMax: 10 * us, HoldMin: 1 * us,
 				SpinTime: 1 * us},
 		},
 	}

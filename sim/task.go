@@ -44,8 +44,14 @@ type Task struct {
 	cpu     int
 	lastCPU int
 	burst   time.Duration
-	// owed is CPU time charged but not yet run (see Charge).
-	owed time.Duration
+	// owed is CPU time charged but not yet run (see Charge); owedUser is
+	// the part of it charged as user time (ChargeUser).
+	owed, owedUser time.Duration
+	// usr and sys are the CPU time run in user and system mode (spinning
+	// counts as system time); nvcsw and nivcsw count voluntary and
+	// involuntary context switches.
+	usr, sys      time.Duration
+	nvcsw, nivcsw uint64
 
 	// Intrusive wait-list links: a task waits on one thing at a time.
 	prev, nextW *Task
@@ -58,6 +64,9 @@ type Task struct {
 	spinning  bool
 	spinStart Time
 	spinLock  *RWSem
+	// spinSeq numbers spins, so that a spin-limit timer of an earlier
+	// spin does nothing.
+	spinSeq uint64
 
 	held []heldLock
 
@@ -189,6 +198,9 @@ func (t *Task) park(sleeping bool) {
 		// (a block plug) is flushed before it sleeps.
 		t.sleepHook.BeforeSleep(t)
 	}
+	if sleeping {
+		t.nvcsw++
+	}
 	t.parkAs(sleeping)
 }
 
@@ -245,8 +257,38 @@ func (t *Task) Charge(d time.Duration) {
 	}
 }
 
-// Owed returns the CPU time charged but not yet run.
+// ChargeUser is Charge for CPU time spent in user mode (the application's
+// own work between system calls, fio's io_u handling): it runs the same
+// way and counts as user time in CPUTimes and Engine.CPUStats. Everything
+// charged with Charge or run with CPU is system time.
+func (t *Task) ChargeUser(d time.Duration) {
+	if d > 0 {
+		t.owed += d
+		t.owedUser += d
+	}
+}
+
+// Owed returns the CPU time charged but not yet run (user and system).
 func (t *Task) Owed() time.Duration { return t.owed }
+
+// CPUTimes is a task's resource usage, as getrusage reports a thread's.
+type CPUTimes struct {
+	// User and Sys are the CPU time the task ran in user mode (ChargeUser,
+	// CPUUser) and in system mode (CPU, Charge, and optimistic spinning
+	// on locks).
+	User, Sys time.Duration
+	// Voluntary counts the times the task slept (blocked off CPU on a
+	// lock, a wait queue, a completion, a semaphore or Sleep), the
+	// kernel's nvcsw; Involuntary the times it waited in the run queue
+	// because every CPU was busy (nivcsw).
+	Voluntary, Involuntary uint64
+}
+
+// CPUTimes returns the task's CPU times and context switches so far (CPU
+// time charged but not yet run is not included).
+func (t *Task) CPUTimes() CPUTimes {
+	return CPUTimes{User: t.usr, Sys: t.sys, Voluntary: t.nvcsw, Involuntary: t.nivcsw}
+}
 
 // Flush runs any charged CPU time now.
 func (t *Task) Flush() {
@@ -273,15 +315,26 @@ func (t *Task) Yield() {
 	t.park(false)
 }
 
-// CPU runs the task on one of the host's CPUs for d of simulated time. If
-// every CPU is busy the task waits in a FIFO run queue first (and is not
-// running while it waits). Charged CPU time runs in the same burst.
-func (t *Task) CPU(d time.Duration) {
+// CPU runs the task on one of the host's CPUs for d of simulated time,
+// in system mode. If every CPU is busy the task waits in a FIFO run queue
+// first (and is not running while it waits; that counts as an involuntary
+// context switch). Charged CPU time runs in the same burst.
+func (t *Task) CPU(d time.Duration) { t.burstFor(d, false) }
+
+// CPUUser is CPU for CPU time in user mode (the application's work).
+func (t *Task) CPUUser(d time.Duration) { t.burstFor(d, true) }
+
+func (t *Task) burstFor(d time.Duration, user bool) {
+	u := t.owedUser
+	if user && d > 0 {
+		u += d
+	}
 	d += t.owed
-	t.owed = 0
+	t.owed, t.owedUser = 0, 0
 	if d <= 0 {
 		return
 	}
+	u = min(u, d)
 	p := &t.e.cpus
 	if id, ok := p.take(); ok {
 		t.cpu = id
@@ -290,11 +343,21 @@ func (t *Task) CPU(d time.Duration) {
 	} else {
 		t.burst = d
 		p.runq.pushBack(t)
+		t.nivcsw++
 		t.parkRunnable()
 	}
+	p.user[t.cpu] += u
 	p.release(t.cpu)
+	t.usr += u
+	t.sys += d - u
 	t.lastCPU = t.cpu
 	t.cpu = -1
+}
+
+// spun accounts d of optimistic spinning: system CPU time of the task.
+func (t *Task) spun(d time.Duration) {
+	t.sys += d
+	t.e.spinTotal += d
 }
 
 // resumeAfterSleep charges the host's context-switch cost after a sleep;
@@ -309,6 +372,7 @@ type cpuPool struct {
 	free  []int // free CPU ids, lowest last popped first
 	runq  taskList
 	busy  []time.Duration
+	user  []time.Duration // the user-mode part of busy, per CPU
 	since []Time
 }
 
@@ -319,6 +383,7 @@ func (p *cpuPool) init(e *Engine, n int) {
 		p.free = append(p.free, i)
 	}
 	p.busy = make([]time.Duration, n)
+	p.user = make([]time.Duration, n)
 	p.since = make([]Time, n)
 }
 
@@ -370,6 +435,30 @@ func (e *Engine) CPUBusy() []time.Duration {
 	}
 	return out
 }
+
+// CPUStat is one simulated CPU's busy time, split by mode.
+type CPUStat struct {
+	// User is time spent running user-mode bursts (CPUUser, ChargeUser),
+	// Sys the rest of the CPU's busy time. A burst still running counts
+	// as system time up to Now.
+	User, Sys time.Duration
+}
+
+// CPUStats returns each CPU's user and system time so far, indexed by CPU
+// id. Optimistic spinning is not in it (spinners do not occupy a
+// simulated CPU); see SpinTime.
+func (e *Engine) CPUStats() []CPUStat {
+	busy := e.CPUBusy()
+	out := make([]CPUStat, len(busy))
+	for i, b := range busy {
+		out[i] = CPUStat{User: e.cpus.user[i], Sys: b - e.cpus.user[i]}
+	}
+	return out
+}
+
+// SpinTime returns the simulated time tasks have spent spinning on locks
+// (system CPU time of the spinners that no simulated CPU accounts).
+func (e *Engine) SpinTime() time.Duration { return e.spinTotal }
 
 // taskList is an intrusive FIFO of tasks (no allocation).
 type taskList struct {

@@ -45,17 +45,12 @@ func (s *Stack) Close() error {
 
 // Build creates an engine seeded with seed and the stack c describes.
 func Build(c *Config, seed uint64) (*Stack, error) {
-	host := sim.Host{
-		CPUs:          c.integer("host.cpus"),
-		WakeLatency:   c.duration("host.wake_latency"),
-		ContextSwitch: c.duration("host.context_switch"),
-		SpinHandoff:   c.duration("host.spin_handoff"),
-		WakeStep:      c.duration("host.wake_step"),
+	host, err := c.hostOf()
+	if err != nil {
+		return nil, err
 	}
-	if host.CPUs < 1 {
-		return nil, fmt.Errorf("%s: %w: key \"host.cpus\" must be at least 1", c.Where("host.cpus"), ErrConfig)
-	}
-	e := sim.New(sim.Options{Seed: seed, Host: host})
+	lockOpt, lockClasses := c.lockOptions()
+	e := sim.New(sim.Options{Seed: seed, Host: host, LockClasses: lockClasses})
 	dev, err := c.buildDevice(e)
 	if err != nil {
 		return nil, err
@@ -89,21 +84,12 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	costs := fsmodel.Costs{
-		Syscall:     c.duration("host.syscall"),
-		DIOSetup:    c.duration("host.dio_setup"),
-		DIOPerPage:  c.duration("host.dio_per_page"),
-		DIOComplete: c.duration("host.dio_complete"),
-		BioSubmit:   c.duration("host.bio_submit"),
-	}
-	handoff := c.duration("rwsem.handoff_timeout")
-	if handoff == 0 {
-		handoff = -1 // disabled
-	}
-	lockOpt := sim.RWSemOptions{
-		WriterSpin:     c.boolean("rwsem.writer_spin"),
-		ReaderSpin:     c.boolean("rwsem.reader_spin"),
-		HandoffTimeout: handoff,
-		WakeAnyReaders: c.boolean("rwsem.wake_any_readers"),
+		Syscall:         c.duration("host.syscall"),
+		DIOSetup:        c.duration("host.dio_setup"),
+		DIOPerPage:      c.duration("host.dio_per_page"),
+		DIOComplete:     c.duration("host.dio_complete"),
+		BioSubmit:       c.duration("host.bio_submit"),
+		PageCacheLookup: c.duration("host.pagecache_lookup"),
 	}
 	var policy fsmodel.LockPolicy
 	switch c.Get("fs") {
@@ -219,7 +205,7 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		Cache: cache, Limits: lim, AvailablePages: limit,
 		AllocWindow: c.size("ext4.alloc_window"), BioMax: c.size("writeback.bio_max"),
 		ReadaheadKB: int64(c.integer("pagecache.read_ahead_kb")),
-		CopyPerPage: c.duration("host.copy_per_page"), DirtyPage: c.duration("host.dirty_page"),
+		CopyPerPage: c.copyPerPage(), DirtyPage: c.duration("host.dirty_page"),
 		WritePage: c.duration("host.write_page"), WriteChecks: c.duration("host.write_checks"),
 	}
 	if c.Get("fs") == "xfs" {

@@ -81,17 +81,22 @@ var keyDefs = []keyDef{
 	{"queue.writes_starved", kInt, "2", "mq-deadline: read batches before writes are served", nil},
 	{"queue.fifo_batch", kInt, "16", "mq-deadline: requests per batch", nil},
 	{"queue.front_merges", kBool, "true", "mq-deadline: try front merges", nil},
+	{"host.profile", kString, "default", "host profile: an embedded name (testdata/hosts/NAME.toml) or a .toml path; host.* keys set in the stack or with --set override its values", nil},
 	{"host.cpus", kInt, "16", "simulated CPUs", nil},
 	{"host.wake_latency", kDuration, "3us", "from waking a sleeping task to it running", nil},
 	{"host.context_switch", kDuration, "1us", "CPU time to switch a task back in after it slept", nil},
-	{"host.spin_handoff", kDuration, "150ns", "lock handoff to a spinning waiter (cache-line transfer)", nil},
+	{"host.spin_handoff", kDuration, "150ns", "from a lock's release to a spinning waiter taking it", nil},
+	{"host.spin", kDuration, "0", "CPU time of one spin-loop iteration (owner check, cpu_relax); a spinner sees a release at its next iteration (0: at once)", nil},
+	{"host.cache_line", kDuration, "0", "cache-line transfer between CPUs: charged to a lock acquisition on a CPU other than the previous owner's", nil},
 	{"host.wake_step", kDuration, "0s", "waker CPU time per extra reader in an rwsem batch wake (try_to_wake_up + IPI, one after another); the k-th reader runs k steps later", nil},
 	{"host.syscall", kDuration, "2us", "CPU time of a read/write syscall outside the filesystem: entry and exit (with the 2018+ speculation mitigations), VFS checks, fsnotify", nil},
 	{"host.dio_setup", kDuration, "1500ns", "direct-IO setup CPU time (checks, mapping, bio submission)", nil},
 	{"host.dio_per_page", kDuration, "40ns", "direct-IO CPU time per 4 KiB page (pinning, bio_add_page)", nil},
 	{"host.bio_submit", kDuration, "2us", "CPU time to submit one bio to the driver (block layer, queue_rq, doorbell)", nil},
 	{"host.dio_complete", kDuration, "500ns", "direct-IO completion CPU time after the bios end", nil},
-	{"host.copy_per_page", kDuration, "700ns", "CPU time to copy one 4 KiB page between user memory and the page cache", nil},
+	{"host.copy_per_kib", kDuration, "175ns", "CPU time to copy 1 KiB between user memory and the page cache", nil},
+	{"host.copy_per_page", kDuration, "700ns", "CPU time to copy one 4 KiB page between user memory and the page cache; when set, wins over 4 x host.copy_per_kib", nil},
+	{"host.pagecache_lookup", kDuration, "0", "CPU time to find or insert one page in the page cache (buffered read and write)", nil},
 	{"host.dirty_page", kDuration, "300ns", "CPU time to dirty a page (accounting, tags)", nil},
 	{"host.write_checks", kDuration, "0s", "buffered write CPU time per call under the inode lock before the copy (write checks, timestamp update, block mapping: xfs_file_write_checks, iomap_begin/end)", nil},
 	{"host.write_page", kDuration, "1us", "writepages CPU time per page (lock, clear dirty, allocate, add to bio)", nil},
@@ -100,6 +105,40 @@ var keyDefs = []keyDef{
 	{"rwsem.reader_spin", kBool, "false", "readers spin while a running writer owns an rwsem (2016 RFC)", nil},
 	{"rwsem.handoff_timeout", kDuration, "4ms", "first-waiter wait after which lock stealing stops (0: never)", nil},
 	{"rwsem.wake_any_readers", kBool, "false", "wake up to 256 readers from anywhere in the queue (5.3+)", nil},
+	{"rwsem.spin_limit", kDuration, "0", "longest optimistic spin before a spinner sleeps (0: until the owner sleeps)", nil},
+}
+
+// patternKeys document the key families whose names hold a variable part.
+var patternKeys = []KeyDoc{
+	{"rwsem.<class>.reader_spin", "(rwsem.reader_spin)", "rwsem.reader_spin for the rwsems of one lock class (the part of a lock's name after the filesystem, e.g. i_rwsem)"},
+	{"rwsem.<class>.writer_spin", "(rwsem.writer_spin)", "rwsem.writer_spin for one lock class"},
+}
+
+// PatternKeys documents the stack keys with a variable part (per lock
+// class). device.<key> is documented with the device profiles.
+func PatternKeys() []KeyDoc { return append([]KeyDoc(nil), patternKeys...) }
+
+// classKey splits "rwsem.CLASS.reader_spin" (or writer_spin) into its
+// class and option; ok is false for any other key.
+func classKey(key string) (class, opt string, ok bool) {
+	rest, found := strings.CutPrefix(key, "rwsem.")
+	if !found {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return "", "", false
+	}
+	class, opt = rest[:i], rest[i+1:]
+	if opt != "reader_spin" && opt != "writer_spin" {
+		return "", "", false
+	}
+	for _, r := range class {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return "", "", false
+		}
+	}
+	return class, opt, true
 }
 
 func lookupKey(name string) (*keyDef, bool) {
@@ -130,9 +169,15 @@ func Keys() []KeyDoc {
 type Config struct {
 	vals  map[string]string
 	where map[string]string
-	// dir resolves relative device profile paths.
+	// dir resolves relative device and host profile paths.
 	dir string
+	// host holds the host profile's values by stack key ("host.cpus");
+	// they stand for every host.* key still at its default.
+	host map[string]profileValue
 }
+
+// profileValue is a value from a host profile and where it was read.
+type profileValue struct{ text, where string }
 
 // Default returns the default stack: ext4 on kernel 5.2 with default mount
 // options on the P3600 profile.
@@ -194,6 +239,14 @@ func (c *Config) merge(name string, data []byte) error {
 // Set assigns key = value, checking the key exists and the value has its
 // type; where ("file:line" or "--set") is kept for later errors.
 func (c *Config) Set(key, value, where string) error {
+	if _, _, ok := classKey(key); ok {
+		if _, err := units.ParseBool(value); err != nil {
+			return fmt.Errorf("%s: %w: key %q: %v", where, ErrConfig, key, err)
+		}
+		c.vals[key] = value
+		c.where[key] = where
+		return nil
+	}
 	if strings.HasPrefix(key, "device.") && key != "device.profile" {
 		if len(key) == len("device.") {
 			return fmt.Errorf("%s: %w: empty device key", where, ErrConfig)
@@ -208,6 +261,13 @@ func (c *Config) Set(key, value, where string) error {
 	}
 	if err := checkValue(def, value); err != nil {
 		return fmt.Errorf("%s: %w: key %q: %v", where, ErrConfig, key, err)
+	}
+	if key == "host.profile" {
+		host, err := c.loadHostProfile(value, where)
+		if err != nil {
+			return err
+		}
+		c.host = host
 	}
 	c.vals[key] = value
 	c.where[key] = where
@@ -251,15 +311,37 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-// Get returns a key's value ("" if unset).
-func (c *Config) Get(key string) string { return c.vals[key] }
+// Get returns a key's value ("" if unset). A host.* key left at its
+// default has the host profile's value, if the profile sets it.
+func (c *Config) Get(key string) string {
+	if p, ok := c.fromProfile(key); ok {
+		return p.text
+	}
+	return c.vals[key]
+}
 
-// Where returns where a key was set: "default", "file:line" or "--set KEY".
-func (c *Config) Where(key string) string { return c.where[key] }
+// Where returns where a key was set: "default", "file:line" (of the stack
+// file or of the host profile) or "--set KEY".
+func (c *Config) Where(key string) string {
+	if p, ok := c.fromProfile(key); ok {
+		return p.where
+	}
+	return c.where[key]
+}
+
+// fromProfile returns the host profile's value of key when key is at its
+// default and the profile sets it.
+func (c *Config) fromProfile(key string) (profileValue, bool) {
+	if c.host == nil || c.where[key] != "default" {
+		return profileValue{}, false
+	}
+	p, ok := c.host[key]
+	return p, ok
+}
 
 // Clone returns an independent copy.
 func (c *Config) Clone() *Config {
-	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir}
+	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir, host: c.host}
 	for k, v := range c.vals {
 		n.vals[k] = v
 	}
@@ -272,8 +354,8 @@ func (c *Config) Clone() *Config {
 // Sorted returns every key=value pair, sorted by key.
 func (c *Config) Sorted() [][2]string {
 	out := make([][2]string, 0, len(c.vals))
-	for k, v := range c.vals {
-		out = append(out, [2]string{k, v})
+	for k := range c.vals {
+		out = append(out, [2]string{k, c.Get(k)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
@@ -282,16 +364,16 @@ func (c *Config) Sorted() [][2]string {
 // The typed getters below are used after validation; a parse failure
 // there would be a bug in Set, so they fall back to the zero value.
 
-func (c *Config) boolean(key string) bool { b, _ := units.ParseBool(c.vals[key]); return b }
+func (c *Config) boolean(key string) bool { b, _ := units.ParseBool(c.Get(key)); return b }
 func (c *Config) integer(key string) int {
-	n, _ := units.ParseInt(c.vals[key], 0, 1<<20)
+	n, _ := units.ParseInt(c.Get(key), 0, 1<<20)
 	return int(n)
 }
 func (c *Config) size(key string) int64 {
-	n, _ := units.ParseSize(c.vals[key])
+	n, _ := units.ParseSize(c.Get(key))
 	return n
 }
 func (c *Config) duration(key string) time.Duration {
-	d, _ := units.ParseDuration(c.vals[key])
+	d, _ := units.ParseDuration(c.Get(key))
 	return d
 }

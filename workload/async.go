@@ -187,7 +187,7 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 			j.stamp.Seq++
 			u.stamp = j.stamp
 		}
-		t.Charge(a.app)
+		t.ChargeUser(a.app)
 		u.start = t.Now() + sim.Time(t.Owed())
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)

@@ -62,6 +62,44 @@ type JobResult struct {
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
 	Error    int
 	ErrorMsg string
+	// CPU is the job thread's CPU usage (fio's "cpu" line).
+	CPU CPUUsage
+}
+
+// CPUUsage is what fio reads from getrusage for a job's thread: CPU time in
+// user and system mode and context switches, with the runtime fio divides
+// them by. Page faults are not modelled (fio's majf and minf are 0).
+type CPUUsage struct {
+	// User is the CPU time of the application's own work (host.app_per_io,
+	// thinktime_spin); Sys the CPU time of everything the kernel does for
+	// the job (system calls, filesystem, block layer, completions, lock
+	// spinning), over the job's whole life.
+	User, Sys time.Duration
+	// Ctx counts context switches: voluntary (the job slept) plus
+	// involuntary (it waited for a CPU).
+	Ctx uint64
+	// Runtime is fio's total_run_time in ns: the job's Runtime, and the
+	// sum of the merged jobs' runtimes for a group_reporting entry.
+	Runtime int64
+}
+
+// Merge adds o's figures to c, as fio's sum_thread_stats does.
+func (c *CPUUsage) Merge(o *CPUUsage) {
+	c.User += o.User
+	c.Sys += o.Sys
+	c.Ctx += o.Ctx
+	c.Runtime += o.Runtime
+}
+
+// Percent returns fio's usr and sys percentages: each time in whole
+// milliseconds over the runtime in whole milliseconds (0 when the runtime
+// is under 1 ms).
+func (c *CPUUsage) Percent() (usr, sys float64) {
+	runt := c.Runtime / 1e6
+	if runt <= 0 {
+		return 0, 0
+	}
+	return float64(c.User.Milliseconds()) * 100 / float64(runt), float64(c.Sys.Milliseconds()) * 100 / float64(runt)
 }
 
 // GroupResult is a reporting group: fio prints one "Run status group" block
@@ -111,4 +149,9 @@ type Result struct {
 	Disks []DiskResult
 	// Seed is the seed the run used.
 	Seed uint64
+	// CPUs holds each simulated CPU's user and system time over the run,
+	// by CPU id (nil if the caller did not fill it), and SpinTime the time
+	// tasks spent spinning on locks, which no simulated CPU accounts.
+	CPUs     []sim.CPUStat
+	SpinTime time.Duration
 }

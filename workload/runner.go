@@ -817,7 +817,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		if !j.completed(io, j.stamp, j.data) {
 			return stopFailed
 		}
-		t.Charge(opt.AppPerIO)
+		t.ChargeUser(opt.AppPerIO)
 		if (j.think.on || j.rate.checkMin) && (j.verify == nil || !j.verify.inPhase) {
 			if stop := j.afterIO(t); stop != running {
 				return stop
@@ -1097,11 +1097,12 @@ func groupResults(jobs []*job) []GroupResult {
 		}
 		merged := gr.Jobs[0]
 		merged.Jobs = len(gr.Jobs)
-		merged.Read, merged.Write = DirStats{}, DirStats{}
+		merged.Read, merged.Write, merged.CPU = DirStats{}, DirStats{}, CPUUsage{}
 		for k := range gr.Jobs {
 			o := &gr.Jobs[k]
 			merged.Read.Merge(&o.Read)
 			merged.Write.Merge(&o.Write)
+			merged.CPU.Merge(&o.CPU)
 			merged.Runtime = max(merged.Runtime, o.Runtime)
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg

@@ -69,6 +69,8 @@ func (j *job) mayStart() bool {
 // jobs waiting to start.
 func (j *job) end(t *sim.Task) {
 	j.ended = true
+	ct := t.CPUTimes()
+	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}
 	if j.spec.ExitAll && j.started {
 		// fio_terminate_threads(groupid, exit_what).
 		for _, o := range j.r.jobs {
@@ -308,7 +310,7 @@ func (j *job) thinkStall(t *sim.Task) {
 	}
 	spin := left(min(s.ThinkTimeSpin, s.ThinkTime))
 	if spin > 0 {
-		t.CPU(spin)
+		t.CPUUser(spin) // fio's thinktime_spin busy-loops in user space
 	}
 	now = t.Now() + sim.Time(t.Owed())
 	if rest := left(s.ThinkTime - spin); rest > 0 {

@@ -275,6 +275,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 	}
 	res.Locks = st.Engine.LockStats()
+	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
 	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
 		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
 	res.Seed = *seed
@@ -387,6 +388,9 @@ func cmdKeys(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tDEFAULT\tMEANING")
 	for _, k := range stack.Keys() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
+	}
+	for _, k := range stack.PatternKeys() {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
 	}
 	fmt.Fprintln(tw, "device.<key>\t(profile)\toverride a key of the device profile (see testdata/devices/README.md)")

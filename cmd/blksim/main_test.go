@@ -180,7 +180,10 @@ func TestKeysListsEveryKey(t *testing.T) {
 		}
 	}
 	assert.Contains(t, listed, "device.<key>")
-	assert.Len(t, listed, len(stack.Keys())+1)
+	for _, k := range stack.PatternKeys() {
+		assert.Contains(t, listed, k.Name)
+	}
+	assert.Len(t, listed, len(stack.Keys())+len(stack.PatternKeys())+1)
 }
 
 func TestDeterministicOutput(t *testing.T) {
