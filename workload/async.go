@@ -418,6 +418,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		d.Bytes += uint64(u.bs)
 		d.Slat.Record(int64(u.issue - u.start))
 		d.Clat.Record(int64(now - u.issue))
+		d.ClatDist.Record(int64(now - u.issue))
 		d.Lat.Record(int64(now - u.start))
 	}
 	io := ioReq{dir: u.dir, off: u.off - j.regionOff, bs: u.bs, check: u.check}

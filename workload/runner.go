@@ -808,6 +808,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			d.IOs++
 			d.Bytes += uint64(io.bs)
 			d.Clat.Record(lat)
+			d.ClatDist.Record(lat)
 			d.Lat.Record(lat)
 		}
 		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
