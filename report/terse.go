@@ -168,7 +168,10 @@ func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats,
 	fmt.Fprintf(b, ";%d;%d;%d;%d", d.Bytes>>10, bw, iops, runt)
 	writeLatTerse(b, d.Slat.Count(), d.Slat.Min(), d.Slat.Max(), d.Slat.Mean(), d.Slat.Stddev())
 	writeLatTerse(b, d.Clat.Count(), d.Clat.Min(), d.Clat.Max(), d.Clat.Mean(), d.Clat.Stddev())
-	vals := percentiles(&d.Clat)
+	var vals []uint64
+	if !j.NoClatPercentiles {
+		vals = percentiles(&d.Clat)
+	}
 	for i := range terseListLen {
 		if i >= len(vals) {
 			b.WriteString(";0%=0")

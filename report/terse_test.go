@@ -161,3 +161,36 @@ func TestWriteTerseEdgeCases(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "terse version 1")
 }
+
+// TestNoClatPercentiles: a job with clat_percentiles=0 (or gtod_reduce)
+// has no percentiles in any output, as fio 3.33 prints it: no percentile
+// block, no "percentile" key, twenty "0%=0" terse fields.
+func TestNoClatPercentiles(t *testing.T) {
+	r := terseResult()
+	r.Groups = r.Groups[:1]
+	r.Groups[0].Jobs[0].NoClatPercentiles = true
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+		check func(t *testing.T, out string)
+	}{
+		{"normal", func(b *bytes.Buffer) error { return WriteNormal(b, r, Options{}) }, func(t *testing.T, out string) {
+			assert.Contains(t, out, "clat (usec)")
+			assert.NotContains(t, out, "percentiles")
+		}},
+		{"json+", func(b *bytes.Buffer) error { return WriteJSON(b, r, Options{Bins: true}) }, func(t *testing.T, out string) {
+			assert.NotContains(t, out, `"percentile"`)
+			assert.NotContains(t, out, `"bins"`)
+		}},
+		{"terse", func(b *bytes.Buffer) error { return WriteTerse(b, r, Options{}) }, func(t *testing.T, out string) {
+			assert.Equal(t, 40, strings.Count(out, ";0%=0"))
+			assert.NotContains(t, out, "1.000000%=")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, tc.write(&b))
+			tc.check(t, b.String())
+		})
+	}
+}

@@ -119,6 +119,9 @@ type JobResult struct {
 	Read, Write DirStats
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
 	Runtime int64
+	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
+	// its reports leave out the completion latency percentiles.
+	NoClatPercentiles bool
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
 	Error    int
 	ErrorMsg string
