@@ -70,6 +70,7 @@ func gen(d *workload.DirStats, n int, bs uint64, slat, clat func() int64) {
 		}
 		c := clat()
 		d.Clat.Record(c)
+		d.ClatDist.Record(c)
 		d.Lat.Record(s + c)
 	}
 	d.IOs += uint64(n)

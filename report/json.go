@@ -143,8 +143,8 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject
 	o.add("short_ios", 0)
 	o.add("drop_ios", 0)
 	o.add("slat_ns", latJSON(&d.Slat, false))
-	clat := latJSON(&d.Clat, true)
-	if bins && d.Clat.Count() > 0 {
+	clat := latJSON(&d.Clat, !j.NoClatPercentiles)
+	if bins && d.Clat.Count() > 0 && !j.NoClatPercentiles {
 		// fio's json+: every non-empty latency bucket, by its value in ns.
 		b := new(jsonObject)
 		d.Clat.Buckets(func(v int64, n uint64) { b.add(strconv.FormatInt(v, 10), n) })

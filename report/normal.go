@@ -150,7 +150,7 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction) {
 		}
 		b.WriteString(latLine(l.name, uint64(l.h.Min()), uint64(l.h.Max()), l.h.Mean(), l.h.Stddev()))
 	}
-	if s.Clat.Count() > 0 {
+	if s.Clat.Count() > 0 && !j.NoClatPercentiles {
 		b.WriteString(percentileBlock("clat", defaultPercentiles[:], percentiles(&s.Clat)))
 	}
 }

@@ -1,7 +1,8 @@
 // Package report renders a [workload.Result] the way fio shows its results:
 // fio's "normal" text layout ([WriteNormal]) and its --output-format=json
 // layout ([WriteJSON]), each followed by blksim's own figures (the
-// lockstat-style lock table, per-CPU utilisation and the engine's work).
+// lockstat-style lock table, per-CPU utilisation and the engine's work),
+// and fio's terse semicolon-separated lines ([WriteTerse], versions 2 to 5).
 //
 // Numbers are formatted with fio's rules (num2str with 4 significant
 // figures, KiB/MiB with the decimal MB/s alternative in parentheses,
@@ -36,6 +37,9 @@ type Options struct {
 	// Bins adds fio's json+ latency buckets ("bins": value in ns -> count)
 	// to every clat_ns object of the JSON output.
 	Bins bool
+	// TerseVersion is the version of fio's terse format WriteTerse writes,
+	// 2 to 5; 0 means DefaultTerseVersion (3).
+	TerseVersion int
 }
 
 // fixedDate replaces the date fio prints in each job's header line: fio

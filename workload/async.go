@@ -416,9 +416,17 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		}
 		d.IOs++
 		d.Bytes += uint64(u.bs)
-		d.Slat.Record(int64(u.issue - u.start))
-		d.Clat.Record(int64(now - u.issue))
-		d.Lat.Record(int64(now - u.start))
+		s := j.spec
+		if !s.DisableSlat {
+			d.Slat.Record(int64(u.issue - u.start))
+		}
+		if !s.DisableClat {
+			d.Clat.Record(int64(now - u.issue))
+			d.ClatDist.Record(int64(now - u.issue))
+		}
+		if !s.DisableLat {
+			d.Lat.Record(int64(now - u.start))
+		}
 	}
 	io := ioReq{dir: u.dir, off: u.off - j.regionOff, bs: u.bs, check: u.check}
 	if !j.completed(io, u.stamp, u.cb.Data) && a.stop == running {

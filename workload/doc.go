@@ -32,7 +32,13 @@
 // exit_what, stonewall/wait_for_previous, new_group, wait_for,
 // group_reporting, verify (every checksum type; pattern is rejected),
 // do_verify, verify_only, verify_fatal, verify_backlog,
-// verify_backlog_batch, kb_base and create_serialize. Every other option,
+// verify_backlog_batch, kb_base, create_serialize, exitall_on_error,
+// gtod_reduce, disable_lat, disable_clat, disable_slat, clat_percentiles
+// (lat_percentiles and slat_percentiles only as 0), and, as accepted
+// options that change nothing a simulation shows, disable_bw_measurement
+// (no bandwidth samples are taken), clocksource (one simulated clock),
+// buffer_pattern, zero_buffers and scramble_buffers (data are stamps and
+// no device model looks at contents). Every other option,
 // and every engine but psync, sync, pvsync, libaio and io_uring, is an
 // error naming the file, line and option: never silently ignored.
 //

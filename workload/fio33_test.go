@@ -99,6 +99,7 @@ var fioUnits = map[string]func(JobSpec) int64{
 	"thinktime": func(js JobSpec) int64 { return js.ThinkTime.Microseconds() },
 	"iodepth":   func(js JobSpec) int64 { return int64(js.IODepth) },
 	"numjobs":   func(js JobSpec) int64 { return int64(js.NumJobs) },
+	"bs":        func(js JobSpec) int64 { return js.BS[0] },
 }
 
 type fioCase struct {
@@ -159,6 +160,21 @@ func TestFio33SizeSuffixes(t *testing.T) {
 		{[]string{"io_size=10m"}, "io_size", 10 << 20},
 		{[]string{"offset=1g"}, "offset", 1 << 30},
 		{[]string{"iodepth=1k"}, "iodepth", 1024},
+		{[]string{"iodepth=0x10"}, "iodepth", 16},
+		{[]string{"iodepth=010"}, "iodepth", 10}, // decimal, not octal
+		{[]string{"numjobs=1K"}, "numjobs", 1024},
+		{[]string{"size=010"}, "size", 10},
+		{[]string{"size=1kB"}, "size", 1 << 10},
+		{[]string{"size=1Kb"}, "size", 1 << 10},
+		{[]string{"size=1KIB"}, "size", 1000},
+		{[]string{"size=1kI"}, "size", 1 << 10},
+		{[]string{"size=4k "}, "size", 4 << 10},
+		// A blank before "=" is cut; one after it changes nothing for a
+		// plain or hex number.
+		{[]string{"size =4k"}, "size", 4 << 10},
+		{[]string{"size= 4096"}, "size", 4096},
+		{[]string{"size= 0x10"}, "size", 16},
+		{[]string{"iodepth= 8"}, "iodepth", 8},
 		// kb_base=1000 flips both spellings, wherever it is in the section
 		// (fio applies it first).
 		{[]string{"kb_base=1000", "size=1k"}, "size", 1000},
@@ -186,6 +202,11 @@ func TestFio33TimeSuffixes(t *testing.T) {
 		{[]string{"runtime=2h"}, "runtime", 7200e6},
 		{[]string{"runtime=1d"}, "runtime", 86400e6},
 		{[]string{"timeout=3"}, "runtime", 3e6},
+		{[]string{"runtime=010"}, "runtime", 10e6},
+		{[]string{"runtime=1M"}, "runtime", 60e6},
+		{[]string{"runtime=1H"}, "runtime", 3600e6},
+		{[]string{"runtime=1D"}, "runtime", 86400e6},
+		{[]string{"runtime= 30"}, "runtime", 30e6},
 		{[]string{"ramp_time=2s"}, "ramp_time", 2e6},
 		// thinktime: a bare number is microseconds.
 		{[]string{"thinktime=2000"}, "thinktime", 2000},
@@ -256,6 +277,20 @@ func TestFio33Deviations(t *testing.T) {
 		{"runtime=10sec", "runtime", 10, 10 * time.Second},
 		{"runtime=2min", "runtime", 2, 2 * time.Minute},
 		{"runtime=0x10", "runtime", 16, 0},
+		{"runtime=1.5", "runtime", 1e6, 0},
+		{"runtime=1ns", "runtime", 1, 0},
+		{"size=1e", "size", 1, 0},
+		{"size=1m2", "size", 1 << 20, 0},
+		{"size=4kk", "size", 4096, 0},
+		// A blank after "=" stays in the value fio parses, and its number
+		// parsers then stop at the number: the unit is dropped.
+		{"size= 4k", "size", 4, 0},
+		{"size = 4k", "size", 4, 0},
+		{"size=\t4k", "size", 4, 0},
+		{"size= 50%", "size", 50, 0},
+		{"runtime= 2m", "runtime", 2e6, 0},
+		{"iodepth= 4k", "iodepth", 4, 0},
+		{"bs= 8k", "bs", 8, 0},
 	}
 	fio, _ := exec.LookPath("fio")
 	for _, tt := range tests {

@@ -192,6 +192,10 @@ func ParseFileWith(path string, opt ParseOptions) ([]JobSpec, error) {
 //     only. Any other section is a job.
 //   - "key=value" or a bare "key" sets an option; whitespace around the
 //     line and around "=" is ignored. Option names are case-sensitive.
+//     fio 3.33 keeps a blank after "=" in the value and then reads only
+//     its leading number ("size= 4k" is 4 bytes there), so a numeric
+//     value with a unit or a '%' after a blank, and an expression after
+//     one, are bad values here.
 //     A section's options take effect when it ends, kb_base first (fio
 //     sorts them by priority), then in file order, a later one overriding
 //     an earlier one; then opt.Overrides, for job sections.
@@ -360,6 +364,7 @@ func (p *parser) parseLine(file string, line int, raw string) error {
 	text, unset := expandVars(text, p.env, nil)
 	key, value, hasValue := strings.Cut(text, "=")
 	key = trimLine(key)
+	blankAfterEq := value != "" && (value[0] == ' ' || value[0] == '\t')
 	value = trimLine(value)
 	errAt := func(option string, err error) *ParseError {
 		return withUnset(&ParseError{File: file, Line: line, Option: option, Err: err}, unset)
@@ -377,6 +382,11 @@ func (p *parser) parseLine(file string, line int, raw string) error {
 				return errAt(f[0], syntaxError("expected %s=VALUE, got %q", f[0], key))
 			}
 			return errAt(f[0], unknownOption(f[0]))
+		}
+	}
+	if o, ok := lookupOption(key); ok && blankAfterEq && value != "" && o.kind != kindString {
+		if err := checkBlankValue(value); err != nil {
+			return errAt(key, err)
 		}
 	}
 	po, perr := p.pendingOption(file, line, key, value, hasValue, unset)
@@ -702,4 +712,24 @@ func expandVars(s string, lookup func(string) (string, bool), unset []string) (s
 	}
 	b.WriteString(s)
 	return b.String(), unset
+}
+
+// checkBlankValue rejects a value that fio 3.33 misreads because a blank
+// follows the "=": fio hands the option " 4k", and its number parsers
+// then read only the leading number, dropping what follows it ("size= 4k"
+// is 4 bytes there, "runtime= 2m" 2 seconds, "size= 50%" 50 bytes), and
+// reject an expression. Values that are a plain number, a hex number or
+// do not start with a digit read the same either way.
+func checkBlankValue(v string) error {
+	if v[0] == '(' {
+		return badValue(v, `fio 3.33 rejects an expression after a blank after "="; remove the blank`)
+	}
+	if isHex(v) {
+		return nil
+	}
+	i := countDigits(v)
+	if i == 0 || i == len(v) {
+		return nil
+	}
+	return badValue(v, `fio 3.33 reads a value with a blank after "=" as its leading number, %s, dropping %q; remove the blank`, v[:i], v[i:])
 }

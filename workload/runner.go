@@ -149,7 +149,8 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j := &job{r: r, spec: s, id: id, clone: c, group: group, fence: fence, waitFor: waitFor}
 			j.fileName = fileNameFor(s, c)
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
-				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description}
+				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
+				NoClatPercentiles: s.NoClatPercentiles}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
 				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {
@@ -807,8 +808,13 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			lat := int64(end - begin)
 			d.IOs++
 			d.Bytes += uint64(io.bs)
-			d.Clat.Record(lat)
-			d.Lat.Record(lat)
+			if !j.spec.DisableClat {
+				d.Clat.Record(lat)
+				d.ClatDist.Record(lat)
+			}
+			if !j.spec.DisableLat {
+				d.Lat.Record(lat)
+			}
 		}
 		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
 			j.bytes += io.bs

@@ -71,6 +71,14 @@ func (j *job) end(t *sim.Task) {
 	j.ended = true
 	ct := t.CPUTimes()
 	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}
+	if j.spec.ExitAllOnError && j.res.Error != 0 {
+		// fio_terminate_threads(TERMINATE_ALL, TERMINATE_ALL).
+		for _, o := range j.r.jobs {
+			if o != j && !o.ended {
+				o.stop()
+			}
+		}
+	}
 	if j.spec.ExitAll && j.started {
 		// fio_terminate_threads(groupid, exit_what).
 		for _, o := range j.r.jobs {

@@ -139,6 +139,17 @@ type JobSpec struct {
 	// given, and RandSeedSet reports whether it was given.
 	RandSeed    uint64
 	RandSeedSet bool
+	// DisableLat, DisableClat and DisableSlat are fio's disable_lat,
+	// disable_clat and disable_slat: the job records no total, completion
+	// or submission latencies (nor, without clat, the latency
+	// distribution). NoClatPercentiles is clat_percentiles=0: reports
+	// leave out the completion latency percentiles. gtod_reduce=1 sets all
+	// four, as in fio.
+	DisableLat, DisableClat, DisableSlat bool
+	NoClatPercentiles                    bool
+	// ExitAllOnError is fio's exitall_on_error: when the job ends with an
+	// error, every other job is told to end.
+	ExitAllOnError bool
 	// GroupReporting reports the job's clones as one.
 	GroupReporting bool
 

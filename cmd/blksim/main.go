@@ -1,7 +1,8 @@
 // Command blksim runs fio job files on a simulated Linux IO stack.
 //
 //	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
-//	           [--output-format normal|json] [--output FILE] [--FIO-OPTION[=VALUE]]... [JOBFILE]
+//	           [--output-format normal|terse|json|json+[,...]] [--terse-version N] [--minimal]
+//	           [--output FILE] [--FIO-OPTION[=VALUE]]... [JOBFILE]
 //	blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
 //	           [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]...
 //	           [--seed N] [--output-format normal|json] [--output FILE]
@@ -112,7 +113,8 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N] [--output-format normal|json]
+  blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
+             [--output-format normal|terse|json|json+[,...]] [--terse-version 2|3|4|5] [--minimal]
              [--output FILE] [--blktrace DIR] [--FIO-OPTION[=VALUE]]... [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
       ext4 parallel-DIO experiment, BS=4k). Other --NAME=VALUE options are
@@ -146,6 +148,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 var runFlags = map[string]bool{
 	"stack": true, "set": true, "seed": true, "output-format": true, "output": true,
 	"blktrace": true, "cpuprofile": true, "layout": false, "h": false, "help": false,
+	"minimal": false, "append-terse": false, "terse-version": true,
 }
 
 // splitRunArgs separates the run command's arguments into blksim's own
@@ -184,7 +187,10 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	var sets multiFlag
 	fl.Var(&sets, "set", "override a stack key: KEY=VALUE (repeatable)")
 	seed := fl.Uint64("seed", 1, "engine seed")
-	format := fl.String("output-format", "normal", "normal, json or json+ (json with latency buckets)")
+	format := fl.String("output-format", "normal", "normal, terse, json or json+ (json with latency buckets), or several separated by commas")
+	minimal := fl.Bool("minimal", false, "fio's --minimal: terse output only")
+	appendTerse := fl.Bool("append-terse", false, "fio's --append-terse: terse output as well")
+	terseVersion := fl.Int("terse-version", report.DefaultTerseVersion, "terse format version: 2, 3, 4 or 5")
 	cpuprofile := fl.String("cpuprofile", "", "write a Go CPU profile of the run to this file")
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
@@ -198,8 +204,16 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 		return bad("run: %v", err)
 	}
-	if *format != "normal" && *format != "json" && *format != "json+" {
-		return bad("run: --output-format %q: want normal, json or json+", *format)
+	formats, err := parseOutputFormats(*format)
+	if err != nil {
+		return err
+	}
+	if *minimal {
+		formats = outputFormats{terse: true}
+	}
+	formats.terse = formats.terse || *appendTerse
+	if *terseVersion < 2 || *terseVersion > 5 {
+		return bad("run: --terse-version %d: want 2, 3, 4 or 5", *terseVersion)
 	}
 	if len(pos) > 1 {
 		return bad("run: one job file expected, got %d", len(pos))
@@ -222,7 +236,6 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	}
 	popt := workload.ParseOptions{Env: env, Overrides: fioOpts, Host: simulatedHost(cfg)}
 	var specs []workload.JobSpec
-	var err error
 	switch {
 	case len(pos) == 1:
 		specs, err = workload.ParseFileWith(pos[0], popt)
@@ -281,21 +294,29 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	res.Seed = *seed
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer
-	opt := report.Options{OmitWall: omitWall(env), Bins: *format == "json+"}
-	if *format == "json" || *format == "json+" {
-		err = report.WriteJSON(&out, res, opt)
-	} else {
+	opt := report.Options{OmitWall: omitWall(env), Bins: formats.jsonPlus, TerseVersion: *terseVersion}
+	// In fio's order: terse, then json, then normal.
+	if formats.terse {
+		if err := report.WriteTerse(&out, res, opt); err != nil {
+			return err
+		}
+	}
+	if formats.json {
+		if err := report.WriteJSON(&out, res, opt); err != nil {
+			return err
+		}
+	}
+	if formats.normal {
 		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
 		if cfg.Get("pagecache.policy") == "tinylfu" {
 			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
 		}
-		err = report.WriteNormal(&out, res, opt)
-		if err == nil && *layout {
+		if err := report.WriteNormal(&out, res, opt); err != nil {
+			return err
+		}
+		if *layout {
 			writeLayout(&out, st.FS)
 		}
-	}
-	if err != nil {
-		return err
 	}
 	// Like fio, a run in which a job failed exits non-zero; --output FILE
 	// is then left alone (the report still goes to stdout without it).
@@ -307,6 +328,34 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		return err
 	}
 	return jobErr
+}
+
+// outputFormats are the outputs a run prints, from fio's
+// --output-format list.
+type outputFormats struct {
+	normal, terse, json, jsonPlus bool
+}
+
+// parseOutputFormats parses fio's --output-format value: normal, terse,
+// json or json+ (json with latency buckets), or several of them separated
+// by commas, as fio 3.33 takes them.
+func parseOutputFormats(s string) (outputFormats, error) {
+	var f outputFormats
+	for _, name := range strings.Split(s, ",") {
+		switch name {
+		case "normal":
+			f.normal = true
+		case "terse":
+			f.terse = true
+		case "json":
+			f.json = true
+		case "json+":
+			f.json, f.jsonPlus = true, true
+		default:
+			return f, bad("run: --output-format %q: want normal, terse, json or json+, or several separated by commas", s)
+		}
+	}
+	return f, nil
 }
 
 // deviceNumber picks the Linux major:minor a device of that name would

@@ -124,7 +124,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{name: "malformed stack file", args: []string{"run", "--stack", badStack, job}, want: []string{badStack + ":3:"}},
 		{name: "unknown key in stack file", args: []string{"run", "--stack", unknownKeyStack, job}, want: []string{unknownKeyStack + ":4:", `"host.cpu"`}},
 		{name: "missing profile in stack file", args: []string{"run", "--stack", missingProfile, job}, want: []string{missingProfile + ":1:", "nope.toml"}},
-		{name: "xml output", args: []string{"run", "--output-format", "xml", job}, want: []string{`"xml"`, "normal, json or json+"}},
+		{name: "xml output", args: []string{"run", "--output-format", "xml", job}, want: []string{`"xml"`, "normal, terse, json or json+"}},
+		{name: "xml in an output list", args: []string{"run", "--output-format", "normal,xml", job}, want: []string{`"normal,xml"`}},
+		{name: "empty output list entry", args: []string{"run", "--output-format", "terse,", job}, want: []string{`"terse,"`}},
+		{name: "terse version 1", args: []string{"run", "--terse-version", "1", job}, want: []string{"--terse-version 1", "2, 3, 4 or 5"}},
+		{name: "terse version not a number", args: []string{"run", "--terse-version=three", job}, want: []string{"terse-version"}},
 		{name: "xml output, default job", args: []string{"run", "--output-format=xml"}, want: []string{`"xml"`}},
 	}
 	for _, tc := range tests {
