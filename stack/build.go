@@ -10,10 +10,12 @@ import (
 
 	"github.com/blksim/blksim"
 	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/blockdev/realdev"
 	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/tomlkv"
 	"github.com/blksim/blksim/pagecache"
 	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/sim/wallclock"
 	"github.com/blksim/blksim/writeback"
 )
 
@@ -28,6 +30,10 @@ type Stack struct {
 	Costs fsmodel.Costs
 	// AppPerIO is the application's CPU time between two IOs.
 	AppPerIO time.Duration
+	// Wall and Real are set when the stack runs on a real device
+	// (Config.SetRealDevice): the engine's wall clock and the device.
+	Wall *wallclock.Clock
+	Real *realdev.Device
 }
 
 // Close stops the writeback flusher, every task and the page cache's
@@ -40,11 +46,16 @@ func (s *Stack) Close() error {
 	if c := s.FS.Cache(); c != nil {
 		c.Close()
 	}
+	if s.Real != nil {
+		if e := s.Real.Close(); err == nil {
+			err = e
+		}
+	}
 	return err
 }
 
 // Build creates an engine seeded with seed and the stack c describes.
-func Build(c *Config, seed uint64) (*Stack, error) {
+func Build(c *Config, seed uint64) (_ *Stack, err error) {
 	host := sim.Host{
 		CPUs:          c.integer("host.cpus"),
 		WakeLatency:   c.duration("host.wake_latency"),
@@ -54,10 +65,30 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 	if host.CPUs < 1 {
 		return nil, fmt.Errorf("%s: %w: key \"host.cpus\" must be at least 1", c.Where("host.cpus"), ErrConfig)
 	}
-	e := sim.New(sim.Options{Seed: seed, Host: host})
-	dev, err := c.buildDevice(e)
+	var wall *wallclock.Clock
+	var real *realdev.Device
+	opt := sim.Options{Seed: seed, Host: host}
+	if c.real != nil {
+		wall = c.newWallClock()
+		opt.Clock = wall
+	}
+	e := sim.New(opt)
+	var dev blockdev.Device
+	if c.real != nil {
+		real, err = c.openReal(e, wall)
+		dev = real
+	} else {
+		dev, err = c.buildDevice(e)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if real != nil {
+		defer func() {
+			if err != nil {
+				real.Close()
+			}
+		}()
 	}
 	if c.integer("queue.nomerges") > 2 {
 		return nil, fmt.Errorf("%s: %w: key \"queue.nomerges\" must be 0, 1 or 2", c.Where("queue.nomerges"), ErrConfig)
@@ -125,7 +156,7 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		return nil, err
 	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
-		AppPerIO: c.duration("host.app_per_io")}, nil
+		AppPerIO: c.duration("host.app_per_io"), Wall: wall, Real: real}, nil
 }
 
 // buildDevice loads the profile and applies device.* overrides.

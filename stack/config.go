@@ -128,6 +128,9 @@ type Config struct {
 	where map[string]string
 	// dir resolves relative device profile paths.
 	dir string
+	// real, if set, is the real target Build opens instead of the
+	// profile's model (SetRealDevice, realdev.go).
+	real *realTarget
 }
 
 // Default returns the default stack: ext4 on kernel 5.2 with default mount
@@ -255,7 +258,7 @@ func (c *Config) Where(key string) string { return c.where[key] }
 
 // Clone returns an independent copy.
 func (c *Config) Clone() *Config {
-	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir}
+	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir, real: c.real}
 	for k, v := range c.vals {
 		n.vals[k] = v
 	}

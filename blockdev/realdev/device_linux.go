@@ -2,6 +2,7 @@ package realdev
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
 
@@ -50,6 +51,7 @@ type Device struct {
 	reaperErr  error
 	closed     bool
 	stats      Stats
+	gen        uint32 // this Open's generation, in every header written
 }
 
 // Open opens the target sp with O_DIRECT, after the safety checks, for an
@@ -86,7 +88,7 @@ func Open(e *sim.Engine, clock *wallclock.Clock, sp Spec, opt Options) (*Device,
 		return nil, fmt.Errorf("%s: %w", sp, err)
 	}
 	d := &Device{e: e, clock: clock, t: t, spec: sp, ring: ring, qd: qd, maxKB: maxKB, bufs: bufs,
-		slots: make([]slot, qd), reaperDone: make(chan struct{})}
+		slots: make([]slot, qd), reaperDone: make(chan struct{}), gen: rand.Uint32() | 1}
 	for i := range d.slots {
 		d.slots[i].buf = bufs[i*maxKB*1024 : (i+1)*maxKB*1024]
 		d.free = append(d.free, qd-1-i)
@@ -142,7 +144,7 @@ func (d *Device) Submit(r *blockdev.Request) {
 		r.WriteStamps(func(sector, n int64, s blockdev.Stamp) {
 			for k := range n {
 				off := (sector + k - r.Sector) * blockdev.SectorSize
-				putHeader(buf[off:off+blockdev.SectorSize], sector+k, s)
+				putHeader(buf[off:off+blockdev.SectorSize], sector+k, s, d.gen)
 			}
 		})
 		d.stats.Writes++
@@ -204,10 +206,12 @@ func (d *Device) decode(r *blockdev.Request, buf []byte) error {
 	n := r.Sectors()
 	for k := range n {
 		sec := r.Sector + k
-		st, state, why := getHeader(buf[k*blockdev.SectorSize:(k+1)*blockdev.SectorSize], sec)
+		st, state, why := getHeader(buf[k*blockdev.SectorSize:(k+1)*blockdev.SectorSize], sec, d.gen)
 		switch state {
 		case sectorForeign:
 			d.stats.ForeignSectors++
+		case sectorStale:
+			d.stats.StaleSectors++
 		case sectorCorrupt:
 			d.stats.CorruptSectors++
 			if d.stats.FirstCorrupt < 0 {

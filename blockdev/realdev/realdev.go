@@ -10,7 +10,9 @@
 // engine events. Alignment comes from statx's STATX_DIOALIGN.
 //
 // Data is carried as stamps: every 512-byte sector written begins with a
-// header (magic, sector number, writer, sequence, CRC-32C of the header),
+// header (magic, sector number, writer, generation, sequence, CRC-32C of the
+// header; the generation is random per Open, so data of earlier runs is told
+// apart and reads as never written),
 // and every read decodes the headers of what it read and hands the stamps to
 // the bios as the memory device does. A sector without the magic was never
 // written by blksim and reads as the zero stamp; a sector with the magic
@@ -168,9 +170,10 @@ type Stats struct {
 	FirstCorrupt    int64
 	FirstCorruptWhy string
 	// ForeignSectors counts sectors read that blksim never wrote (no magic:
-	// zeros from the file's creation, or another program's data); they
-	// read as the zero stamp.
-	ForeignSectors uint64
+	// zeros from the file's creation, or another program's data), and
+	// StaleSectors those written by an earlier Open (another run); both
+	// read as the zero stamp, since the model starts empty.
+	ForeignSectors, StaleSectors uint64
 }
 
 // Sector header layout (little endian), at the start of every 512-byte
@@ -180,6 +183,7 @@ const (
 	offMagic    = 0
 	offSector   = 8
 	offWriter   = 16
+	offGen      = 20
 	offSeq      = 24
 	offCRC      = 32
 	headerLen   = 36
@@ -187,13 +191,14 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// putHeader writes the header of sector sec carrying stamp s into b (one
-// sector) and zeroes the rest.
-func putHeader(b []byte, sec int64, s blockdev.Stamp) {
+// putHeader writes the header of sector sec carrying stamp s, written in
+// generation gen (one per Open), into b (one sector) and zeroes the rest.
+func putHeader(b []byte, sec int64, s blockdev.Stamp, gen uint32) {
 	clear(b[:blockdev.SectorSize])
 	binary.LittleEndian.PutUint64(b[offMagic:], headerMagic)
 	binary.LittleEndian.PutUint64(b[offSector:], uint64(sec))
 	binary.LittleEndian.PutUint32(b[offWriter:], s.Writer)
+	binary.LittleEndian.PutUint32(b[offGen:], gen)
 	binary.LittleEndian.PutUint64(b[offSeq:], s.Seq)
 	binary.LittleEndian.PutUint32(b[offCRC:], crc32.Checksum(b[:offCRC], castagnoli))
 }
@@ -204,16 +209,24 @@ type sectorState uint8
 const (
 	sectorStamped sectorState = iota
 	sectorForeign             // no blksim magic: never written by blksim
+	sectorStale               // an intact header of an earlier generation
 	sectorCorrupt
 )
 
-// getHeader decodes sector sec's header from b.
-func getHeader(b []byte, sec int64) (blockdev.Stamp, sectorState, string) {
+// getHeader decodes sector sec's header from b, expecting generation gen.
+// A sector of another generation (an earlier run, or a copy another
+// program made of one) holds nothing the model wrote: it reads as the zero
+// stamp, as a sector never written does. Damage is corruption whatever the
+// generation.
+func getHeader(b []byte, sec int64, gen uint32) (blockdev.Stamp, sectorState, string) {
 	if binary.LittleEndian.Uint64(b[offMagic:]) != headerMagic {
 		return blockdev.Stamp{}, sectorForeign, ""
 	}
 	if got, want := binary.LittleEndian.Uint32(b[offCRC:]), crc32.Checksum(b[:offCRC], castagnoli); got != want {
 		return blockdev.Stamp{}, sectorCorrupt, fmt.Sprintf("sector %d: header CRC %#x, computed %#x", sec, got, want)
+	}
+	if binary.LittleEndian.Uint32(b[offGen:]) != gen {
+		return blockdev.Stamp{}, sectorStale, ""
 	}
 	if got := int64(binary.LittleEndian.Uint64(b[offSector:])); got != sec {
 		return blockdev.Stamp{}, sectorCorrupt, fmt.Sprintf("sector %d: header names sector %d (misdirected write)", sec, got)

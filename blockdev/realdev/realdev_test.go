@@ -33,21 +33,26 @@ func TestParseSpec(t *testing.T) {
 func TestHeaderRoundTrip(t *testing.T) {
 	b := make([]byte, blockdev.SectorSize)
 	s := blockdev.Stamp{Writer: 7, Seq: 1 << 40}
-	putHeader(b, 1234, s)
-	got, state, _ := getHeader(b, 1234)
+	putHeader(b, 1234, s, 77)
+	got, state, _ := getHeader(b, 1234, 77)
 	assert.Equal(t, sectorStamped, state)
 	assert.Equal(t, s, got)
+	// Another generation (an earlier run): intact, but nothing this run
+	// wrote.
+	got, state, _ = getHeader(b, 1234, 78)
+	assert.Equal(t, sectorStale, state)
+	assert.Zero(t, got)
 	// Misdirected: read back at another sector.
-	_, state, why := getHeader(b, 1235)
+	_, state, why := getHeader(b, 1235, 77)
 	assert.Equal(t, sectorCorrupt, state)
 	assert.Contains(t, why, "names sector 1234")
 	// A flipped bit in the header.
 	b[offSeq] ^= 1
-	_, state, why = getHeader(b, 1234)
+	_, state, why = getHeader(b, 1234, 77)
 	assert.Equal(t, sectorCorrupt, state)
 	assert.Contains(t, why, "CRC")
 	// No magic: never written by blksim.
-	got, state, _ = getHeader(make([]byte, blockdev.SectorSize), 1)
+	got, state, _ = getHeader(make([]byte, blockdev.SectorSize), 1, 77)
 	assert.Equal(t, sectorForeign, state)
 	assert.Zero(t, got)
 }

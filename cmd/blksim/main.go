@@ -107,6 +107,9 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	if errors.As(err, &ue) {
 		return exitBadArgs
 	}
+	if errors.As(err, new(interruptedError)) {
+		return exitInterrupted
+	}
 	return exitFailed
 }
 
@@ -146,6 +149,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 var runFlags = map[string]bool{
 	"stack": true, "set": true, "seed": true, "output-format": true, "output": true,
 	"blktrace": true, "cpuprofile": true, "layout": false, "h": false, "help": false,
+	"device": true, "force": false,
 }
 
 // splitRunArgs separates the run command's arguments into blksim's own
@@ -189,6 +193,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
 	output := fl.String("output", "", "write the output to this file")
+	realFl := addRealFlags(fl)
 	flagArgs, fioOpts, pos := splitRunArgs(args)
 	if err := fl.Parse(flagArgs); err != nil {
 		// Fix (tests): "run -h" failed with "flag: help requested".
@@ -219,6 +224,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		if err := cfg.SetArg(s); err != nil {
 			return usageError{err}
 		}
+	}
+	if err := realFl.apply(cfg); err != nil {
+		return err
 	}
 	popt := workload.ParseOptions{Env: env, Overrides: fioOpts, Host: simulatedHost(cfg)}
 	var specs []workload.JobSpec
@@ -260,7 +268,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
-	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	ropt := workload.RunOptions{AppPerIO: st.AppPerIO}
+	defer watchInterrupt(st, &ropt)()
+	res, err := workload.Run(st.Engine, st.FS, specs, ropt)
 	if err != nil {
 		var pe *workload.ParseError
 		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {
@@ -284,7 +294,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if *format == "json" || *format == "json+" {
 		err = report.WriteJSON(&out, res, opt)
 	} else {
-		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
+		out.WriteString(stackLine(st, cfg))
 		if cfg.Get("pagecache.policy") == "tinylfu" {
 			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
 		}
@@ -292,6 +302,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		if err == nil && *layout {
 			writeLayout(&out, st.FS)
 		}
+		writeRealStats(&out, st)
 	}
 	if err != nil {
 		return err
@@ -299,6 +310,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	// Like fio, a run in which a job failed exits non-zero; --output FILE
 	// is then left alone (the report still goes to stdout without it).
 	jobErr := failedJob(res)
+	if jobErr == nil {
+		jobErr = realRunError(st)
+	}
 	if jobErr != nil && *output != "" {
 		return jobErr
 	}
