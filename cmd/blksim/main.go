@@ -93,11 +93,13 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 		err = cmdReproduce(args[1:], stdout, env)
 	case "keys":
 		err = cmdKeys(stdout)
+	case "calibrate":
+		err = cmdCalibrate(args[1:], stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
 	default:
-		err = bad("unknown command %q (want run, compare, reproduce or keys)", args[0])
+		err = bad("unknown command %q (want run, compare, reproduce, calibrate or keys)", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -135,6 +137,11 @@ func usage(w io.Writer) {
       more than its tolerance. --dir reads experiments from DIR instead
   blksim keys
       list the stack keys, their defaults and meanings
+  blksim run --device file:PATH[,size=N]|blk:/dev/NAME [--force] ...
+      run the stack over a real O_DIRECT target on the wall clock
+  blksim calibrate TARGET [--out FILE] [--time D] [--region SIZE] [--force]
+      measure a real target and write a device profile (and FILE.stack.toml)
+      whose simulation predicts it
 `)
 }
 
