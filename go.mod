@@ -9,6 +9,7 @@ require (
 	github.com/google/btree v1.1.3
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.36.0
 )
 
 require (
@@ -16,5 +17,4 @@ require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.36.0 // indirect
 )

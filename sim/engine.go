@@ -21,13 +21,38 @@ func (t Time) String() string { return time.Duration(t).String() }
 // Clock decides how the engine's time relates to real time. The engine asks
 // the clock before it dispatches each event; model code never sees the clock.
 //
-// The virtual clock (VirtualClock) jumps straight to the next event. A wall
-// clock would block in Advance until real time reaches t; it is the only
-// clock under which real devices may be used.
+// The virtual clock (VirtualClock) jumps straight to the next event. The
+// wall clock (package sim/wallclock) blocks until real time reaches t; it is
+// the only clock under which real devices may be used, and it also
+// implements Inbox.
 type Clock interface {
 	// Advance is called with the time of the next event before the engine
 	// dispatches it; it returns when the event may run.
 	Advance(t Time)
+}
+
+// Inbox is a Clock through which events also arrive from outside the
+// engine goroutine: the wall clock (package sim/wallclock), on which real
+// device completions come back from worker goroutines. Run detects it with
+// a type assertion; VirtualClock is not one, so the virtual engine's loop
+// and output are unchanged.
+//
+// Contract (every method is called on the engine goroutine, from Run):
+//   - Drain moves every delivery that has arrived into e's event heap,
+//     with e.At at its arrival time, and returns how many it moved. A
+//     delivery is a Handler and its argument, so it runs as an ordinary
+//     event, in time order with the others.
+//   - Wait blocks until the clock reaches t, returning true, or returns
+//     false earlier as soon as a delivery has arrived. t < 0 means no
+//     event is pending: wait for a delivery only (returning false).
+//   - Outstanding reports how many deliveries the clock still expects
+//     (real IO in flight). Run does not stop for an empty heap while it is
+//     positive: it waits.
+type Inbox interface {
+	Clock
+	Drain(e *Engine) int
+	Wait(t Time) bool
+	Outstanding() int
 }
 
 // VirtualClock is the deterministic clock: time jumps from event to event
@@ -229,6 +254,9 @@ func (e *Engine) Run(until Time) (err error) {
 			err = e.err
 		}
 	}()
+	if in, ok := e.clock.(Inbox); ok {
+		return e.runInbox(in, until)
+	}
 	for e.err == nil && e.heap.len() > 0 {
 		next := e.heap.peek()
 		if until >= 0 && next.at > until {
@@ -240,6 +268,40 @@ func (e *Engine) Run(until Time) (err error) {
 			return nil
 		}
 		e.clock.Advance(next.at)
+		ev := e.heap.pop()
+		e.now = ev.at
+		e.events++
+		ev.h.Fire(ev.arg)
+	}
+	if until >= 0 && e.err == nil && e.now < until {
+		e.now = until
+	}
+	return e.err
+}
+
+// runInbox is Run's loop on an Inbox clock: before each event it moves
+// the arrived deliveries into the heap, and with nothing scheduled it waits
+// for the deliveries still outstanding instead of returning.
+func (e *Engine) runInbox(in Inbox, until Time) error {
+	for e.err == nil {
+		in.Drain(e)
+		if e.heap.len() == 0 {
+			if in.Outstanding() <= 0 {
+				break
+			}
+			in.Wait(-1)
+			continue
+		}
+		next := e.heap.peek()
+		if until >= 0 && next.at > until {
+			if until > e.now {
+				e.now = until
+			}
+			return nil
+		}
+		if !in.Wait(next.at) {
+			continue // a delivery arrived first
+		}
 		ev := e.heap.pop()
 		e.now = ev.at
 		e.events++

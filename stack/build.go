@@ -10,10 +10,12 @@ import (
 
 	"github.com/blksim/blksim"
 	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/blockdev/realdev"
 	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/tomlkv"
 	"github.com/blksim/blksim/pagecache"
 	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/sim/wallclock"
 	"github.com/blksim/blksim/writeback"
 )
 
@@ -28,6 +30,10 @@ type Stack struct {
 	Costs fsmodel.Costs
 	// AppPerIO is the application's CPU time between two IOs.
 	AppPerIO time.Duration
+	// Wall and Real are set when the stack runs on a real device
+	// (Config.SetRealDevice): the engine's wall clock and the device.
+	Wall *wallclock.Clock
+	Real *realdev.Device
 }
 
 // Close stops the writeback flusher, every task and the page cache's
@@ -40,20 +46,45 @@ func (s *Stack) Close() error {
 	if c := s.FS.Cache(); c != nil {
 		c.Close()
 	}
+	if s.Real != nil {
+		if e := s.Real.Close(); err == nil {
+			err = e
+		}
+	}
 	return err
 }
 
 // Build creates an engine seeded with seed and the stack c describes.
-func Build(c *Config, seed uint64) (*Stack, error) {
+func Build(c *Config, seed uint64) (_ *Stack, err error) {
 	host, err := c.hostOf()
 	if err != nil {
 		return nil, err
 	}
 	lockOpt, lockClasses := c.lockOptions()
-	e := sim.New(sim.Options{Seed: seed, Host: host, LockClasses: lockClasses})
-	dev, err := c.buildDevice(e)
+	var wall *wallclock.Clock
+	var real *realdev.Device
+	opt := sim.Options{Seed: seed, Host: host, LockClasses: lockClasses}
+	if c.real != nil {
+		wall = c.newWallClock()
+		opt.Clock = wall
+	}
+	e := sim.New(opt)
+	var dev blockdev.Device
+	if c.real != nil {
+		real, err = c.openReal(e, wall)
+		dev = real
+	} else {
+		dev, err = c.buildDevice(e)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if real != nil {
+		defer func() {
+			if err != nil {
+				real.Close()
+			}
+		}()
 	}
 	if c.integer("queue.nomerges") > 2 {
 		return nil, fmt.Errorf("%s: %w: key \"queue.nomerges\" must be 0, 1 or 2", c.Where("queue.nomerges"), ErrConfig)
@@ -114,7 +145,7 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		return nil, err
 	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
-		AppPerIO: c.duration("host.app_per_io")}, nil
+		AppPerIO: c.duration("host.app_per_io"), Wall: wall, Real: real}, nil
 }
 
 // buildDevice loads the profile and applies device.* overrides.

@@ -174,6 +174,9 @@ type Config struct {
 	// host holds the host profile's values by stack key ("host.cpus");
 	// they stand for every host.* key still at its default.
 	host map[string]profileValue
+	// real, if set, is the real target Build opens instead of the
+	// profile's model (SetRealDevice, realdev.go).
+	real *realTarget
 }
 
 // profileValue is a value from a host profile and where it was read.
@@ -341,7 +344,7 @@ func (c *Config) fromProfile(key string) (profileValue, bool) {
 
 // Clone returns an independent copy.
 func (c *Config) Clone() *Config {
-	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir, host: c.host}
+	n := &Config{vals: make(map[string]string, len(c.vals)), where: make(map[string]string, len(c.where)), dir: c.dir, host: c.host, real: c.real}
 	for k, v := range c.vals {
 		n.vals[k] = v
 	}

@@ -20,6 +20,11 @@ type RunOptions struct {
 	// AppPerIO is the CPU time the application spends between two IOs
 	// (fio's own bookkeeping); it is not part of any latency.
 	AppPerIO time.Duration
+	// Interrupt, if set, is called once the jobs exist, with a function
+	// that ends every job as exitall does: each finishes the IO it has in
+	// flight and reports what it did. Call it on the engine goroutine (from
+	// an event), e.g. when the wall clock is interrupted.
+	Interrupt func(stopAll func())
 }
 
 // ErrJob is wrapped by errors about a job that cannot run as specified.
@@ -178,6 +183,15 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	}
 	for _, j := range r.jobs {
 		j.setUp()
+	}
+	if opt.Interrupt != nil {
+		opt.Interrupt(func() {
+			for _, j := range r.jobs {
+				if !j.ended {
+					j.stop()
+				}
+			}
+		})
 	}
 	for _, j := range r.jobs {
 		j := j

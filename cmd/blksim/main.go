@@ -94,11 +94,13 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 		err = cmdReproduce(args[1:], stdout, env)
 	case "keys":
 		err = cmdKeys(stdout)
+	case "calibrate":
+		err = cmdCalibrate(args[1:], stdout)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return exitOK
 	default:
-		err = bad("unknown command %q (want run, compare, reproduce or keys)", args[0])
+		err = bad("unknown command %q (want run, compare, reproduce, calibrate or keys)", args[0])
 	}
 	if err == nil {
 		return exitOK
@@ -107,6 +109,9 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitBadArgs
+	}
+	if errors.As(err, new(interruptedError)) {
+		return exitInterrupted
 	}
 	return exitFailed
 }
@@ -134,6 +139,11 @@ func usage(w io.Writer) {
       more than its tolerance. --dir reads experiments from DIR instead
   blksim keys
       list the stack keys, their defaults and meanings
+  blksim run --device file:PATH[,size=N]|blk:/dev/NAME [--force] ...
+      run the stack over a real O_DIRECT target on the wall clock
+  blksim calibrate TARGET [--out FILE] [--time D] [--region SIZE] [--force]
+      measure a real target and write a device profile (and FILE.stack.toml)
+      whose simulation predicts it
 `)
 }
 
@@ -149,6 +159,7 @@ var runFlags = map[string]bool{
 	"stack": true, "set": true, "seed": true, "output-format": true, "output": true,
 	"blktrace": true, "cpuprofile": true, "layout": false, "h": false, "help": false,
 	"minimal": false, "append-terse": false, "terse-version": true,
+	"device": true, "force": false,
 }
 
 // splitRunArgs separates the run command's arguments into blksim's own
@@ -195,6 +206,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
 	output := fl.String("output", "", "write the output to this file")
+	realFl := addRealFlags(fl)
 	flagArgs, fioOpts, pos := splitRunArgs(args)
 	if err := fl.Parse(flagArgs); err != nil {
 		// Fix (tests): "run -h" failed with "flag: help requested".
@@ -233,6 +245,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		if err := cfg.SetArg(s); err != nil {
 			return usageError{err}
 		}
+	}
+	if err := realFl.apply(cfg); err != nil {
+		return err
 	}
 	popt := workload.ParseOptions{Env: env, Overrides: fioOpts, Host: simulatedHost(cfg)}
 	var specs []workload.JobSpec
@@ -273,7 +288,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
-	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	ropt := workload.RunOptions{AppPerIO: st.AppPerIO}
+	defer watchInterrupt(st, &ropt)()
+	res, err := workload.Run(st.Engine, st.FS, specs, ropt)
 	if err != nil {
 		var pe *workload.ParseError
 		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {
@@ -307,7 +324,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 	}
 	if formats.normal {
-		fmt.Fprintf(&out, "stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
+		out.WriteString(stackLine(st, cfg))
 		if cfg.Get("pagecache.policy") == "tinylfu" {
 			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
 		}
@@ -317,10 +334,14 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		if *layout {
 			writeLayout(&out, st.FS)
 		}
+		writeRealStats(&out, st)
 	}
 	// Like fio, a run in which a job failed exits non-zero; --output FILE
 	// is then left alone (the report still goes to stdout without it).
 	jobErr := failedJob(res)
+	if jobErr == nil {
+		jobErr = realRunError(st)
+	}
 	if jobErr != nil && *output != "" {
 		return jobErr
 	}

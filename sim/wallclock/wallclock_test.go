@@ -1,0 +1,180 @@
+package wallclock
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/blksim/blksim/sim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Handler that notes the engine time and its goroutine's
+// view of the args it fired with.
+type recorder struct {
+	e     *sim.Engine
+	times []sim.Time
+	args  []uint64
+}
+
+func (r *recorder) Fire(arg uint64) {
+	r.times = append(r.times, r.e.Now())
+	r.args = append(r.args, arg)
+}
+
+func TestEventsFireAtRealTime(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	e.After(2*time.Millisecond, r, 1)
+	e.After(5*time.Millisecond, r, 2)
+	start := time.Now()
+	require.NoError(t, e.Run(-1))
+	took := time.Since(start)
+	assert.Equal(t, []uint64{1, 2}, r.args)
+	assert.Equal(t, []sim.Time{sim.Time(2 * time.Millisecond), sim.Time(5 * time.Millisecond)}, r.times)
+	assert.GreaterOrEqual(t, took, 5*time.Millisecond)
+	assert.GreaterOrEqual(t, c.Now(), sim.Time(5*time.Millisecond))
+}
+
+func TestTasksSleepOnRealTime(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	var woke sim.Time
+	e.Go("sleeper", func(tk *sim.Task) {
+		tk.Sleep(3 * time.Millisecond)
+		woke = c.Now()
+	})
+	require.NoError(t, e.Run(-1))
+	assert.GreaterOrEqual(t, woke, sim.Time(3*time.Millisecond))
+	assert.Less(t, woke, sim.Time(50*time.Millisecond))
+}
+
+// TestRunWaitsForOutstandingDeliveries: with an empty heap, Run waits for
+// an expected delivery instead of returning, and runs it on its goroutine
+// at the real time it arrived.
+func TestRunWaitsForOutstandingDeliveries(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	var wg sync.WaitGroup
+	e.AfterFunc(0, func() {
+		c.Expect()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(3 * time.Millisecond)
+			c.Post(r, 42)
+		}()
+	})
+	require.NoError(t, e.Run(-1))
+	wg.Wait()
+	require.Equal(t, []uint64{42}, r.args)
+	assert.GreaterOrEqual(t, r.times[0], sim.Time(3*time.Millisecond))
+	assert.Equal(t, 0, c.Outstanding())
+}
+
+// TestManyPosters: completions from many goroutines at once all arrive,
+// in an order consistent with time (run under -race).
+func TestManyPosters(t *testing.T) {
+	c := New()
+	c.IdleSpin = 0 // exercise the sleeping path
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	const workers, each = 8, 200
+	var wg sync.WaitGroup
+	e.AfterFunc(0, func() {
+		for w := range workers {
+			for range each {
+				c.Expect()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					c.Post(r, uint64(w*each+i))
+					if i%50 == 0 {
+						time.Sleep(100 * time.Microsecond)
+					}
+				}
+			}()
+		}
+	})
+	require.NoError(t, e.Run(-1))
+	wg.Wait()
+	require.Len(t, r.args, workers*each)
+	seen := map[uint64]bool{}
+	for i, a := range r.args {
+		seen[a] = true
+		if i > 0 {
+			assert.GreaterOrEqual(t, r.times[i], r.times[i-1])
+		}
+	}
+	assert.Len(t, seen, workers*each)
+}
+
+// TestDeliveryInterleavesWithTimers: a delivery that arrives before a
+// pending timer runs before it.
+func TestDeliveryInterleavesWithTimers(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	done := make(chan struct{})
+	e.After(20*time.Millisecond, r, 2)
+	e.AfterFunc(0, func() {
+		c.Expect()
+		go func() {
+			defer close(done)
+			time.Sleep(2 * time.Millisecond)
+			c.Post(r, 1)
+		}()
+	})
+	require.NoError(t, e.Run(-1))
+	<-done
+	assert.Equal(t, []uint64{1, 2}, r.args)
+	assert.Less(t, r.times[0], r.times[1])
+}
+
+func TestInterrupt(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	stopped := false
+	var at sim.Time
+	c.OnInterrupt(handlerFunc(func(uint64) { stopped = true; at = e.Now() }), 0)
+	e.Go("loop", func(tk *sim.Task) {
+		for !stopped {
+			tk.Sleep(time.Millisecond)
+		}
+	})
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		c.Interrupt()
+		c.Interrupt()
+	}()
+	require.NoError(t, e.Run(-1))
+	assert.True(t, c.Interrupted())
+	assert.GreaterOrEqual(t, at, sim.Time(5*time.Millisecond))
+}
+
+type handlerFunc func(uint64)
+
+func (f handlerFunc) Fire(a uint64) { f(a) }
+
+func TestAdvance(t *testing.T) {
+	c := New()
+	start := time.Now()
+	c.Advance(sim.Time(3 * time.Millisecond))
+	assert.GreaterOrEqual(t, time.Since(start), 3*time.Millisecond)
+	assert.GreaterOrEqual(t, c.Now(), sim.Time(3*time.Millisecond))
+}
