@@ -96,3 +96,34 @@ func TestLockSpanString(t *testing.T) {
 		assert.Equal(t, want, span.String())
 	}
 }
+
+// xfs (xfs_file_dio_read / xfs_file_dio_write): reads shared across the
+// IO; a write is shared only when aligned, not extending and the file has
+// no cached pages (unaligned IO needs the exclusive lock to serialize
+// sub-block zeroing; cached pages must be invalidated under it).
+func TestXFSLockSpans(t *testing.T) {
+	cached := ioOverwrite
+	cached.Cached = true
+	for _, tc := range []struct {
+		name string
+		io   IORequest
+		read bool
+		want LockSpan
+	}{
+		{"read", ioRead, true, SpanSharedIO},
+		{"read of a cached file", cached, true, SpanSharedIO},
+		{"aligned overwrite", ioOverwrite, false, SpanSharedIO},
+		{"aligned overwrite with cached pages", cached, false, SpanExclusiveIO},
+		{"unaligned write", ioUnaligned, false, SpanExclusiveIO},
+		{"extending write", ioExtending, false, SpanExclusiveIO},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.read {
+				assert.Equal(t, tc.want, XFS{}.DIORead(tc.io))
+				return
+			}
+			assert.Equal(t, tc.want, XFS{}.DIOWrite(tc.io))
+		})
+	}
+	assert.Equal(t, "xfs", XFS{}.Name())
+}

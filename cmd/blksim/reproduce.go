@@ -38,6 +38,7 @@ type publishedFile struct {
 	Job       string                  `toml:"job"`
 	Seed      *int64                  `toml:"seed"`
 	Env       map[string]string       `toml:"env"`
+	Options   []string                `toml:"options"`
 	Rows      map[string]publishedRow `toml:"rows"`
 }
 
@@ -443,11 +444,20 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		// The rows' variables only: the caller's environment must not
 		// change a published comparison.
 		lookup := overlayEnv(nil, rep.Env)
+		popt := workload.ParseOptions{Env: lookup}
+		for _, o := range pub.Options {
+			k, v, hasValue := strings.Cut(o, "=")
+			k = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(k), "--"))
+			if k == "" {
+				return fail("options: %q: want NAME=VALUE or NAME", o)
+			}
+			popt.Overrides = append(popt.Overrides, workload.CommandLineOption{Name: k, Value: strings.TrimSpace(v), HasValue: hasValue})
+		}
 		var specs []workload.JobSpec
 		if d.disk != "" {
-			specs, err = workload.ParseFile(filepath.Join(d.disk, job), lookup)
+			specs, err = workload.ParseFileWith(filepath.Join(d.disk, job), popt)
 		} else {
-			specs, err = workload.Parse(d.display+job, bytes.NewReader(jobData), lookup)
+			specs, err = workload.ParseWith(d.display+job, bytes.NewReader(jobData), popt)
 		}
 		if err != nil {
 			return report.ReproExperiment{}, nil, usageError{fmt.Errorf("reproduce: %s/%s: %w", d.name, name, err)}
