@@ -78,6 +78,9 @@ type buffered struct {
 	// writepages mutex, and the filesystem-wide merged write bio.
 	logNext  int64
 	cursegMu *sim.Mutex
+	// copies are the recent buffered-write copies into pages, for what
+	// unserialized readers see (tearing.go).
+	copies map[*pagecache.Page]*pageCopy
 	wpMu     *sim.Mutex
 	shared   *pageBio
 	bioPool  []*pageBio
@@ -285,8 +288,12 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 				return err
 			}
 		}
-		t.CPU(f.fs.opt.Costs.PageCacheLookup + b.opt.CopyPerPage*time.Duration(end-pos)/pagecache.PageSize)
 		first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
+		copyTime := b.opt.CopyPerPage * time.Duration(end-pos) / pagecache.PageSize
+		// The copy runs at the end of this burst (the lookup first).
+		copyStart := t.Now() + sim.Time(t.Owed()+f.fs.opt.Costs.PageCacheLookup)
+		b.beginCopy(p, copyStart, sim.Time(copyTime), first, int((end-pos)/blockdev.SectorSize), s)
+		t.CPU(f.fs.opt.Costs.PageCacheLookup + copyTime)
 		if whole {
 			p.SetStamp(s)
 		} else {
@@ -391,12 +398,16 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 			}
 		}
 		chunk := min(end, (idx+1)*pagecache.PageSize) - pos
-		t.CPU(f.fs.opt.Costs.PageCacheLookup + b.opt.CopyPerPage*time.Duration(chunk)/pagecache.PageSize)
+		copyTime := b.opt.CopyPerPage * time.Duration(chunk) / pagecache.PageSize
+		t.CPU(f.fs.opt.Costs.PageCacheLookup + copyTime)
 		if data != nil {
 			first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
-			for i := 0; i < int(chunk/blockdev.SectorSize); i++ {
+			rn := int(chunk / blockdev.SectorSize)
+			r1 := t.Now()
+			r0 := r1 - sim.Time(copyTime)
+			for i := 0; i < rn; i++ {
 				sec := p.Index()*pagecache.SectorsPerPage + int64(first+i)
-				st := p.SectorStamp(first + i)
+				st := b.seenStamp(p, first+i, r0, r1, first, rn)
 				if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
 					(*data)[k].Sectors++
 				} else {
