@@ -62,6 +62,10 @@ type JobResult struct {
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
 	Error    int
 	ErrorMsg string
+	// Integrity is what the atomicity oracle found in the job's reads
+	// (summed over the jobs of a group_reporting result); its On is false
+	// if the oracle did not watch the job's file.
+	Integrity IntegrityStats
 }
 
 // GroupResult is a reporting group: fio prints one "Run status group" block
@@ -111,4 +115,7 @@ type Result struct {
 	Disks []DiskResult
 	// Seed is the seed the run used.
 	Seed uint64
+	// Integrity is the atomicity oracle's total over every job; its On is
+	// false if the oracle watched no file.
+	Integrity IntegrityStats
 }
