@@ -28,6 +28,10 @@ type Stack struct {
 	Costs fsmodel.Costs
 	// AppPerIO is the application's CPU time between two IOs.
 	AppPerIO time.Duration
+	// IntegrityCheck is the key integrity.check: whether runs on this
+	// stack use the atomicity oracle (workload.RunOptions.NoIntegrity is
+	// its negation).
+	IntegrityCheck bool
 }
 
 // Close stops the writeback flusher, every task and the page cache's
@@ -125,7 +129,7 @@ func Build(c *Config, seed uint64) (*Stack, error) {
 		return nil, err
 	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
-		AppPerIO: c.duration("host.app_per_io")}, nil
+		AppPerIO: c.duration("host.app_per_io"), IntegrityCheck: c.boolean("integrity.check")}, nil
 }
 
 // buildDevice loads the profile and applies device.* overrides.

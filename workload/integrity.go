@@ -82,7 +82,7 @@ const historyChunkSectors = 2048
 
 // writerKeep is the number of completed write calls kept per writer before
 // older ones are pruned.
-const writerKeep = 256
+const writerKeep = 64
 
 // IntegrityStats counts what the atomicity oracle found in one job's reads
 // (or a group's, or a run's). The zero value means the oracle did not
@@ -117,6 +117,8 @@ type oracle struct {
 	nextID    uint64 // ids handed out so far
 	completed uint64 // write calls ended so far
 	writers   []writerLog
+	// files are the watched files' histories; writeCall.file indexes it.
+	files []*fileHistory
 
 	// Scratch for checkRead, reused from read to read.
 	obs   []obsRun
@@ -125,12 +127,13 @@ type oracle struct {
 	seen  []*writeCall
 }
 
-// writeCall is one write call the oracle watches.
+// writeCall is one write call the oracle watches. It holds no pointers,
+// so that keeping calls costs the garbage collector nothing.
 type writeCall struct {
 	id              uint64 // 1, 2, ... in start order
 	cstart, cend    uint64 // write calls completed before it started; its completion number (0: in flight)
 	sector, sectors int64  // the file sectors written
-	hist            *fileHistory
+	file            int32  // index of the file's history in oracle.files
 	ended, failed   bool
 }
 
@@ -191,6 +194,13 @@ func newOracle(writers int) *oracle {
 	return &oracle{writers: make([]writerLog, writers)}
 }
 
+// watch returns a new file history registered with the oracle.
+func (o *oracle) watch() *fileHistory {
+	h := &fileHistory{index: int32(len(o.files)), chunks: make(map[int64][]histRun)}
+	o.files = append(o.files, h)
+	return h
+}
+
 // writer returns the log of stamp s's writer, or nil if s has none.
 func (o *oracle) writer(s blockdev.Stamp) *writerLog {
 	if s.Writer == 0 || int(s.Writer) > len(o.writers) {
@@ -220,8 +230,9 @@ func (o *oracle) writeStart(h *fileHistory, s blockdev.Stamp, off, n int64) {
 	}
 	o.nextID++
 	c := w.push()
-	*c = writeCall{id: o.nextID, cstart: o.completed, sector: off / blockdev.SectorSize,
-		sectors: (off%blockdev.SectorSize + n + blockdev.SectorSize - 1) / blockdev.SectorSize, hist: h}
+	c.id, c.cstart, c.file = o.nextID, o.completed, h.index
+	c.sector = off / blockdev.SectorSize
+	c.sectors = (off%blockdev.SectorSize + n + blockdev.SectorSize - 1) / blockdev.SectorSize
 }
 
 // writeEnd registers the end of the write call stamped s; ok is false if
@@ -239,8 +250,8 @@ func (o *oracle) writeEnd(s blockdev.Stamp, ok bool) {
 	c.cend = o.completed
 	c.ended = true
 	c.failed = !ok
-	if ok && c.hist != nil {
-		c.hist.complete(c.sector, c.sectors, c.cstart, c.cend)
+	if ok {
+		o.files[c.file].complete(c.sector, c.sectors, c.cstart, c.cend)
 	}
 	w.prune(writerKeep)
 }
@@ -345,7 +356,7 @@ func (o *oracle) checkRead(h *fileHistory, rc uint64, sector int64, data []block
 		case r.stamp.Seq < w.base && w.pruned:
 			r.kind, r.w = obsPruned, w
 		default:
-			if c := w.at(r.stamp.Seq); c != nil && !c.failed && c.hist == h {
+			if c := w.at(r.stamp.Seq); c != nil && !c.failed && c.file == h.index {
 				r.kind, r.call = obsCall, c
 			}
 		}
@@ -446,13 +457,21 @@ type histRun struct {
 // completed write calls, as sorted, non-overlapping runs per 1 MiB chunk
 // (sectors never written by a completed call have no run).
 type fileHistory struct {
+	index  int32 // in oracle.files
 	chunks map[int64][]histRun
 	repl   []histRun
+	// slab is where new chunks take their first runs from, so that a
+	// random workload, touching a new chunk with most writes, does not
+	// allocate for each.
+	slab []histRun
 }
 
-func newFileHistory() *fileHistory {
-	return &fileHistory{chunks: make(map[int64][]histRun)}
-}
+// Run slabs: a new chunk gets room for chunkStartRuns runs from a slab of
+// slabRuns.
+const (
+	chunkStartRuns = 4
+	slabRuns       = 4096
+)
 
 // complete records the completion of a write call of sectors [s, s+n)
 // with cstart c and cend ce.
@@ -517,6 +536,13 @@ func (h *fileHistory) completeChunk(ch, s, e int64, c, ce uint64) {
 	}
 	if i < j && runs[j-1].end > e {
 		r = append(r, histRun{start: e, end: runs[j-1].end, v: runs[j-1].v})
+	}
+	if runs == nil && len(r) <= chunkStartRuns {
+		if len(h.slab) < chunkStartRuns {
+			h.slab = make([]histRun, slabRuns)
+		}
+		runs = h.slab[:0:chunkStartRuns]
+		h.slab = h.slab[chunkStartRuns:]
 	}
 	h.chunks[ch] = slices.Replace(runs, i, j, r...)
 	h.repl = r

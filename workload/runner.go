@@ -568,16 +568,16 @@ func (r *runState) watchFiles() {
 		if u := uses[j.file]; !u.read || !u.write {
 			continue
 		}
+		if r.integ == nil {
+			r.integ = newOracle(len(r.jobs))
+		}
 		h := hists[j.file]
 		if h == nil {
-			h = newFileHistory()
+			h = r.integ.watch()
 			hists[j.file] = h
 		}
 		j.hist = h
 		j.res.Integrity.On = true
-		if r.integ == nil {
-			r.integ = newOracle(len(r.jobs))
-		}
 	}
 }
 

@@ -260,7 +260,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
-	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO, NoIntegrity: !st.IntegrityCheck})
 	if err != nil {
 		var pe *workload.ParseError
 		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {
