@@ -80,10 +80,10 @@ type buffered struct {
 	cursegMu *sim.Mutex
 	// copies are the recent buffered-write copies into pages, for what
 	// unserialized readers see (tearing.go).
-	copies map[*pagecache.Page]*pageCopy
-	wpMu     *sim.Mutex
-	shared   *pageBio
-	bioPool  []*pageBio
+	copies  map[*pagecache.Page]*pageCopy
+	wpMu    *sim.Mutex
+	shared  *pageBio
+	bioPool []*pageBio
 }
 
 // ErrNotBuffered is returned by buffered calls on a filesystem without

@@ -49,6 +49,11 @@ import (
 // "con_bounces") and "handoffs"; when r.CPUs is set, "cpus", per CPU
 // "cpu" (its id), "usr_ns" and "sys_ns", and "spin_ns" (lock spinning,
 // on no CPU);
+// "integrity", only when the atomicity oracle ran (r.Integrity.On):
+// "reads_checked", "torn_reads", "torn_pages", "stale_reads" and
+// "stale_pages" for the whole run, and "jobs", one object per job (or
+// group_reporting result) the oracle watched, with "jobname", "jobid",
+// "groupid" and the same counts;
 // "requests" for the first device: "read" and "write", each with "count",
 // "bytes" and "sizes" (request bytes -> count) of dispatched requests, the
 // same under "queued" for bios as they entered the queue, and "merges",
@@ -203,6 +208,10 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 		o.add("devices", devs)
 	}
 
+	if r.Integrity.On {
+		o.add("integrity", integrityJSON(r))
+	}
+
 	e := &r.Engine
 	eo := new(jsonObject)
 	eo.add("simulated_ios", e.SimulatedIOs)
@@ -214,6 +223,39 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 	}
 	o.add("engine", eo)
 	return o
+}
+
+// integrityJSON is "blksim"."integrity": the run's totals and one entry
+// per job (or group_reporting result) the oracle watched.
+func integrityJSON(r *workload.Result) *jsonObject {
+	o := new(jsonObject)
+	integrityCounts(o, &r.Integrity)
+	jobs := []any{}
+	for gi := range r.Groups {
+		for ji := range r.Groups[gi].Jobs {
+			j := &r.Groups[gi].Jobs[ji]
+			if !j.Integrity.On {
+				continue
+			}
+			jo := new(jsonObject)
+			jo.add("jobname", j.Name)
+			jo.add("jobid", j.JobID)
+			jo.add("groupid", j.GroupID)
+			integrityCounts(jo, &j.Integrity)
+			jobs = append(jobs, jo)
+		}
+	}
+	o.add("jobs", jobs)
+	return o
+}
+
+// integrityCounts adds the oracle's counts to o.
+func integrityCounts(o *jsonObject, s *workload.IntegrityStats) {
+	o.add("reads_checked", s.Reads)
+	o.add("torn_reads", s.TornReads)
+	o.add("torn_pages", s.TornPages)
+	o.add("stale_reads", s.StaleReads)
+	o.add("stale_pages", s.StalePages)
 }
 
 // lockModeJSON is one mode of a lock; times in nanoseconds.

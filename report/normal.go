@@ -31,6 +31,11 @@ import (
 //     direction with the aggregate bandwidth (bytes over the longest
 //     runtime), the per-job bandwidth range, the amount and the runtime
 //     range;
+//   - when the atomicity oracle ran (r.Integrity.On), a line per job it
+//     watched, after the job's directions: "  integrity    :
+//     torn_reads=T (pages=P), stale_reads=S (pages=Q)", and after the
+//     run status groups the total "Integrity (all jobs): reads_checked=N,
+//     torn_reads=..." (see workload.IntegrityStats);
 //   - the lock table, if any lock was acquired, the per-CPU table
 //     ([WriteCPUUtil]) if r.CPUs is set, and the engine line
 //     "blksim engine: N simulated IOs, E events, W.WW s wall, S.SS s
@@ -60,6 +65,9 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	}
 	for gi := range r.Groups {
 		writeGroupStatus(b, &r.Groups[gi])
+	}
+	if r.Integrity.On {
+		fmt.Fprintf(b, "\nIntegrity (all jobs): reads_checked=%d, %s\n", r.Integrity.Reads, integrityFigures(&r.Integrity))
 	}
 	if len(r.Disks) > 0 {
 		writeDiskStats(b, r.Disks)
@@ -125,6 +133,15 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 		}
 	}
 	b.WriteString(cpuLine(&j.CPU))
+	if j.Integrity.On {
+		fmt.Fprintf(b, "  integrity    : %s\n", integrityFigures(&j.Integrity))
+	}
+}
+
+// integrityFigures formats the atomicity oracle's counts.
+func integrityFigures(s *workload.IntegrityStats) string {
+	return fmt.Sprintf("torn_reads=%d (pages=%d), stale_reads=%d (pages=%d)",
+		s.TornReads, s.TornPages, s.StaleReads, s.StalePages)
 }
 
 // writeDirNormal writes one direction of a job, as fio's show_ddir_status.

@@ -29,9 +29,20 @@ runtime=%s
 `
 
 // BenchmarkFullStackDIO4kRandRW runs the whole stack (engine, ext4 iomap
-// locking, queue, NVMe model, fio job loop) and reports simulated IOs per
-// wall second. Each iteration simulates one second.
+// locking, queue, NVMe model, fio job loop, and the atomicity oracle, on
+// by default as the jobs read and write one file) and reports simulated
+// IOs per wall second. Each iteration simulates one second.
 func BenchmarkFullStackDIO4kRandRW(b *testing.B) {
+	benchFullStack(b, workload.RunOptions{})
+}
+
+// BenchmarkFullStackDIO4kRandRWNoIntegrity is BenchmarkFullStackDIO4kRandRW
+// with the atomicity oracle off: the difference is the oracle's cost.
+func BenchmarkFullStackDIO4kRandRWNoIntegrity(b *testing.B) {
+	benchFullStack(b, workload.RunOptions{NoIntegrity: true})
+}
+
+func benchFullStack(b *testing.B, opt workload.RunOptions) {
 	specs, err := workload.Parse("bench.fio", strings.NewReader(strings.Replace(benchJob, "%s", "1", 1)), nil)
 	require.NoError(b, err)
 	cfg := stack.Default()
@@ -43,7 +54,8 @@ func BenchmarkFullStackDIO4kRandRW(b *testing.B) {
 		st, err := stack.Build(cfg, 1)
 		require.NoError(b, err)
 		start := time.Now()
-		res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+		opt.AppPerIO = st.AppPerIO
+		res, err := workload.Run(st.Engine, st.FS, specs, opt)
 		wall += time.Since(start)
 		require.NoError(b, err)
 		ios += res.Engine.SimulatedIOs

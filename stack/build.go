@@ -34,6 +34,10 @@ type Stack struct {
 	// (Config.SetRealDevice): the engine's wall clock and the device.
 	Wall *wallclock.Clock
 	Real *realdev.Device
+	// IntegrityCheck is the key integrity.check: whether runs on this
+	// stack use the atomicity oracle (workload.RunOptions.NoIntegrity is
+	// its negation).
+	IntegrityCheck bool
 }
 
 // Close stops the writeback flusher, every task and the page cache's
@@ -145,7 +149,8 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 		return nil, err
 	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
-		AppPerIO: c.duration("host.app_per_io"), Wall: wall, Real: real}, nil
+		AppPerIO: c.duration("host.app_per_io"), Wall: wall, Real: real,
+		IntegrityCheck: c.boolean("integrity.check")}, nil
 }
 
 // buildDevice loads the profile and applies device.* overrides.

@@ -105,6 +105,7 @@ var keyDefs = []keyDef{
 	{"rwsem.reader_spin", kBool, "false", "readers spin while a running writer owns an rwsem (2016 RFC)", nil},
 	{"rwsem.handoff_timeout", kDuration, "4ms", "first-waiter wait after which lock stealing stops (0: never)", nil},
 	{"rwsem.wake_any_readers", kBool, "false", "wake up to 256 readers from anywhere in the queue (5.3+)", nil},
+	{"integrity.check", kBool, "true", "atomicity oracle: count torn and stale reads from the data stamps on every file that jobs both read and write (costs up to ~25% of simulation speed on 4k random IO; does not change the simulated run)", nil},
 	{"rwsem.spin_limit", kDuration, "0", "longest optimistic spin before a spinner sleeps (0: until the owner sleeps)", nil},
 }
 

@@ -81,6 +81,14 @@ func TestExt4DIOReproducesPublishedRows(t *testing.T) {
 				dev := got[m]/want[m] - 1
 				assert.LessOrEqual(t, math.Abs(dev), pub.Tolerance, "%s %s: simulated %.1f, published %.1f (%+.1f%%)", name, m, got[m], want[m], dev*100)
 			}
+			// The atomicity oracle watches the shared file; ext4 with its
+			// 5.2 defaults (reads shared, writes exclusive across the IO)
+			// tears nothing and returns nothing stale.
+			require.True(t, res.Integrity.On)
+			if row.Stack == "with-parallel-dio-reads.toml" {
+				assert.Zero(t, res.Integrity.TornReads, "torn reads")
+				assert.Zero(t, res.Integrity.StaleReads, "stale reads")
+			}
 			// Write bandwidth matches read, as published (up to the binomial
 			// noise of a 50/50 mix over ~10k IOs at 1M).
 			assert.InDelta(t, 1, float64(j.Write.Bytes)/float64(j.Read.Bytes), 0.08)

@@ -28,6 +28,12 @@ func runTiotest(t *testing.T, stackFile string) (workload.JobResult, blockdev.Di
 	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
 	require.NoError(t, err)
 	require.Len(t, res.Groups, 2)
+	// The read group reads back what the write group wrote: the atomicity
+	// oracle watches every file and finds nothing torn or stale.
+	require.True(t, res.Integrity.On)
+	assert.NotZero(t, res.Integrity.Reads)
+	assert.Zero(t, res.Integrity.TornReads, "torn reads")
+	assert.Zero(t, res.Integrity.StaleReads, "stale reads")
 	return res.Groups[1].Jobs[0], st.Queue.Stats()
 }
 

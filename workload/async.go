@@ -51,6 +51,9 @@ type ioUnit struct {
 	check verifyCheck
 	start sim.Time // prepared (fio's start_time)
 	issue sim.Time // the call that submitted it returned (fio's issue_time)
+	// rc is what the atomicity oracle's readStart returned when a read
+	// was submitted.
+	rc uint64
 }
 
 // AIODone puts the completed unit on the completion ring.
@@ -182,7 +185,7 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		a.free = a.free[:len(a.free)-1]
 		a.curDepth++
 		u.dir, u.bs, u.off, u.check = io.dir, io.bs, j.regionOff+io.off, io.check
-		u.cb.CollectData = io.check != checkNone
+		u.cb.CollectData = io.check != checkNone || j.hist != nil
 		if u.dir == blockdev.OpWrite {
 			j.stamp.Seq++
 			u.stamp = j.stamp
@@ -248,8 +251,16 @@ func (a *aioContext) commit() {
 	}
 	file := a.j.file
 	submitted := 0
+	hist := a.j.hist
 	for _, u := range a.queued {
 		var err error
+		if hist != nil {
+			if u.dir == blockdev.OpRead {
+				u.rc = a.j.r.integ.readStart()
+			} else {
+				a.j.r.integ.writeStart(hist, u.stamp, u.off, u.bs)
+			}
+		}
 		switch {
 		case !a.j.spec.Direct:
 			err = a.bufferedSubmit(t, u)
@@ -259,6 +270,9 @@ func (a *aioContext) commit() {
 			err = file.DirectAIO(t, blockdev.OpWrite, u.off, u.bs, u.stamp, &u.cb)
 		}
 		if err != nil {
+			if hist != nil && u.dir == blockdev.OpWrite {
+				a.j.r.integ.writeEnd(u.stamp, false)
+			}
 			a.fail(err)
 			break
 		}
@@ -405,6 +419,14 @@ func (a *aioContext) take(n int) int {
 // or fails the job if the IO failed.
 func (a *aioContext) account(u *ioUnit, now sim.Time) {
 	j := a.j
+	if j.hist != nil {
+		switch {
+		case u.dir == blockdev.OpWrite:
+			j.r.integ.writeEnd(u.stamp, u.cb.Err == nil)
+		case u.cb.Err == nil:
+			j.r.integ.checkRead(j.hist, u.rc, u.off/blockdev.SectorSize, u.cb.Data, &j.res.Integrity)
+		}
+	}
 	if u.cb.Err != nil {
 		a.fail(u.cb.Err)
 		return

@@ -125,6 +125,10 @@ type JobResult struct {
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
 	Error    int
 	ErrorMsg string
+	// Integrity is what the atomicity oracle found in the job's reads
+	// (summed over the jobs of a group_reporting result); its On is false
+	// if the oracle did not watch the job's file.
+	Integrity IntegrityStats
 	// CPU is the job thread's CPU usage (fio's "cpu" line).
 	CPU CPUUsage
 }
@@ -217,4 +221,7 @@ type Result struct {
 	// tasks spent spinning on locks, which no simulated CPU accounts.
 	CPUs     []sim.CPUStat
 	SpinTime time.Duration
+	// Integrity is the atomicity oracle's total over every job; its On is
+	// false if the oracle watched no file.
+	Integrity IntegrityStats
 }

@@ -25,6 +25,11 @@ type RunOptions struct {
 	// flight and reports what it did. Call it on the engine goroutine (from
 	// an event), e.g. when the wall clock is interrupted.
 	Interrupt func(stopAll func())
+	// NoIntegrity turns the atomicity oracle off. By default it watches
+	// every file that some job reads and some job writes, and each job's
+	// JobResult.Integrity counts the torn and stale reads it found (see
+	// IntegrityStats). The oracle never changes the simulated run.
+	NoIntegrity bool
 }
 
 // ErrJob is wrapped by errors about a job that cannot run as specified.
@@ -44,6 +49,9 @@ type runState struct {
 	written map[blockdev.Stamp]writeRec
 	// zetas are the zipf normalisers computed so far.
 	zetas map[zetaKey]float64
+	// integ is the atomicity oracle (integrity.go); nil if no file is both
+	// read and written by the run's jobs, or RunOptions turned it off.
+	integ *oracle
 }
 
 // stopReason says why a job's IO loop ended.
@@ -105,6 +113,9 @@ type job struct {
 	verify  *verifyState
 	quiesce func() // waits for every IO in flight (async engines); nil for sync
 	data    []blockdev.StampRun
+	// hist is the oracle's history of the job's file, nil if the oracle
+	// does not watch it.
+	hist *fileHistory
 
 	// sleepUntil's state: the job's own wait queue, whether it sleeps,
 	// and which timer may wake it.
@@ -214,6 +225,9 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		ios += j.res.Read.IOs + j.res.Write.IOs
 	}
 	res.Groups = groupResults(r.jobs)
+	for _, j := range r.jobs {
+		res.Integrity.Merge(&j.res.Integrity)
+	}
 	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9}
 	return res, nil
 }
@@ -544,7 +558,42 @@ func (r *runState) layoutFiles(lbs int64) error {
 	for _, j := range r.jobs {
 		j.file = files[j.fileName]
 	}
+	if !r.opt.NoIntegrity {
+		r.watchFiles()
+	}
 	return nil
+}
+
+// watchFiles turns the atomicity oracle on for every file that some job
+// reads and some job writes (verify reads count as reads).
+func (r *runState) watchFiles() {
+	type use struct{ read, write bool }
+	uses := map[*fsmodel.File]*use{}
+	for _, j := range r.jobs {
+		u := uses[j.file]
+		if u == nil {
+			u = &use{}
+			uses[j.file] = u
+		}
+		u.read = u.read || usesDir(j.spec, blockdev.OpRead)
+		u.write = u.write || usesDir(j.spec, blockdev.OpWrite)
+	}
+	hists := map[*fsmodel.File]*fileHistory{}
+	for _, j := range r.jobs {
+		if u := uses[j.file]; !u.read || !u.write {
+			continue
+		}
+		if r.integ == nil {
+			r.integ = newOracle(len(r.jobs))
+		}
+		h := hists[j.file]
+		if h == nil {
+			h = r.integ.watch()
+			hists[j.file] = h
+		}
+		j.hist = h
+		j.res.Integrity.On = true
+	}
 }
 
 // checkRegion rejects a region the job's IO does not fit.
@@ -789,21 +838,34 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		off := j.regionOff + io.off
 		if io.dir == blockdev.OpRead {
 			var data *[]blockdev.StampRun
-			if io.check != checkNone {
+			if io.check != checkNone || j.hist != nil {
 				j.data = j.data[:0]
 				data = &j.data
+			}
+			var rc uint64
+			if j.hist != nil {
+				rc = j.r.integ.readStart()
 			}
 			if j.spec.Direct {
 				err = j.file.DirectRead(t, off, io.bs, data)
 			} else {
 				err = j.file.BufferedRead(t, off, io.bs, data)
 			}
+			if err == nil && j.hist != nil {
+				j.r.integ.checkRead(j.hist, rc, off/blockdev.SectorSize, j.data, &j.res.Integrity)
+			}
 		} else {
 			j.stamp.Seq++
+			if j.hist != nil {
+				j.r.integ.writeStart(j.hist, j.stamp, off, io.bs)
+			}
 			if j.spec.Direct {
 				err = j.file.DirectWrite(t, off, io.bs, j.stamp)
 			} else {
 				err = j.file.BufferedWrite(t, off, io.bs, j.stamp)
+			}
+			if j.hist != nil {
+				j.r.integ.writeEnd(j.stamp, err == nil)
 			}
 			if err == nil {
 				err = j.fsyncEvery(t)
@@ -1118,11 +1180,13 @@ func groupResults(jobs []*job) []GroupResult {
 		merged := gr.Jobs[0]
 		merged.Jobs = len(gr.Jobs)
 		merged.Read, merged.Write, merged.CPU = DirStats{}, DirStats{}, CPUUsage{}
+		merged.Integrity = IntegrityStats{}
 		for k := range gr.Jobs {
 			o := &gr.Jobs[k]
 			merged.Read.Merge(&o.Read)
 			merged.Write.Merge(&o.Write)
 			merged.CPU.Merge(&o.CPU)
+			merged.Integrity.Merge(&o.Integrity)
 			merged.Runtime = max(merged.Runtime, o.Runtime)
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg

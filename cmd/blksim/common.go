@@ -137,7 +137,7 @@ func simulate(cfg *stack.Config, specs []workload.JobSpec, seed uint64) (*worklo
 		return nil, usageError{err}
 	}
 	defer st.Close()
-	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
+	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO, NoIntegrity: !st.IntegrityCheck})
 	if err != nil {
 		var pe *workload.ParseError
 		if errors.As(err, &pe) || errors.Is(err, workload.ErrJob) {

@@ -288,7 +288,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
-	ropt := workload.RunOptions{AppPerIO: st.AppPerIO}
+	ropt := workload.RunOptions{AppPerIO: st.AppPerIO, NoIntegrity: !st.IntegrityCheck}
 	defer watchInterrupt(st, &ropt)()
 	res, err := workload.Run(st.Engine, st.FS, specs, ropt)
 	if err != nil {

@@ -26,8 +26,13 @@ func TestReproduceShipped(t *testing.T) {
 		assert.Contains(t, out, "\n  "+row+" ")
 	}
 	assert.Contains(t, out, "6 of 6 rows within tolerance")
+	assert.Contains(t, out, "\nxfs-buffered-read: EXPERIMENTS.md section 4")
+	for _, row := range []string{"read-lock", "no-read-lock"} {
+		assert.Contains(t, out, "\n  "+row+" ")
+	}
+	assert.Contains(t, out, "2 of 2 rows within tolerance")
 	assert.NotContains(t, out, "OFF")
-	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 6 rows of 1 experiment within tolerance\n"), out)
+	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 8 rows of 2 experiments within tolerance\n"), out)
 	// Rows appear in published.toml's order.
 	assert.Less(t, strings.Index(out, "4k-without-nolock"), strings.Index(out, "1M-with"))
 }
