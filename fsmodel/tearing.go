@@ -14,7 +14,11 @@ import (
 // sectors the writer has already copied come out new, the others old. A
 // write's copy of a page is taken to progress sector by sector at a
 // constant rate over its CPU time, and so is a read's; a sector reads new
-// when the writer copied it before the reader got to it.
+// when the writer copied it before the reader got to it. With equal copy
+// rates a reader that starts behind a writer stays behind it (all new) and
+// one that starts ahead stays ahead (all old), so a single-page write only
+// tears a read whose copy rate differs from the writer's; writes of
+// several pages tear across pages.
 
 // pageCopy is one write's copy into a page: the sectors [first, first+n)
 // receive stamp between start and end; old holds the page's stamps before.
