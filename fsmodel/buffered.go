@@ -80,10 +80,11 @@ type buffered struct {
 	cursegMu *sim.Mutex
 	// copies are the recent buffered-write copies into pages, for what
 	// unserialized readers see (tearing.go).
-	copies  map[*pagecache.Page]*pageCopy
-	wpMu    *sim.Mutex
-	shared  *pageBio
-	bioPool []*pageBio
+	copies     map[*pagecache.Page]*pageCopy
+	freeCopies []*pageCopy
+	wpMu       *sim.Mutex
+	shared     *pageBio
+	bioPool    []*pageBio
 }
 
 // ErrNotBuffered is returned by buffered calls on a filesystem without
@@ -405,9 +406,10 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 			rn := int(chunk / blockdev.SectorSize)
 			r1 := t.Now()
 			r0 := r1 - sim.Time(copyTime)
+			c := b.copyOf(p, r0, r1)
 			for i := 0; i < rn; i++ {
 				sec := p.Index()*pagecache.SectorsPerPage + int64(first+i)
-				st := b.seenStamp(p, first+i, r0, r1, first, rn)
+				st := seenStamp(c, p, first+i, r0, r1, first, rn)
 				if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
 					(*data)[k].Sectors++
 				} else {

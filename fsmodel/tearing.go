@@ -34,8 +34,13 @@ type pageCopy struct {
 const maxCopies = 4096
 
 // beginCopy records that a write of stamp s to sectors [first, first+n)
-// of p copies from start for d, before the page's stamps change.
+// of p copies from start for d, before the page's stamps change. Nothing
+// is recorded when buffered reads hold the inode lock shared: they never
+// overlap a write's copy, which holds it exclusive.
 func (b *buffered) beginCopy(p *pagecache.Page, start sim.Time, d sim.Time, first, n int, s blockdev.Stamp) {
+	if b.opt.ReadLockShared {
+		return
+	}
 	if b.copies == nil {
 		b.copies = make(map[*pagecache.Page]*pageCopy)
 	}
@@ -44,7 +49,12 @@ func (b *buffered) beginCopy(p *pagecache.Page, start sim.Time, d sim.Time, firs
 		if len(b.copies) >= maxCopies {
 			b.pruneCopies(start)
 		}
-		c = &pageCopy{}
+		if k := len(b.freeCopies); k > 0 {
+			c = b.freeCopies[k-1]
+			b.freeCopies = b.freeCopies[:k-1]
+		} else {
+			c = &pageCopy{}
+		}
 		b.copies[p] = c
 	}
 	c.start, c.end, c.first, c.n, c.stamp = start, start+d, first, n, s
@@ -54,23 +64,45 @@ func (b *buffered) beginCopy(p *pagecache.Page, start sim.Time, d sim.Time, firs
 }
 
 // pruneCopies drops the copies that ended before now minus a margin far
-// longer than any page copy.
+// longer than any page copy, keeping them for reuse. If none is that old
+// it drops them all: no read takes a millisecond per page. (The order in
+// which the map is walked decides nothing.)
 func (b *buffered) pruneCopies(now sim.Time) {
 	const margin = sim.Time(1_000_000) // 1 ms
+	n := len(b.copies)
 	for p, c := range b.copies {
 		if c.end+margin < now {
 			delete(b.copies, p)
+			b.freeCopies = append(b.freeCopies, c)
+		}
+	}
+	if len(b.copies) == n {
+		for p, c := range b.copies {
+			delete(b.copies, p)
+			b.freeCopies = append(b.freeCopies, c)
 		}
 	}
 }
 
-// seenStamp returns what a reader copying sector i of p between r0 and r1
-// (its copy of the page's sectors [rfirst, rfirst+rn)) read there.
-func (b *buffered) seenStamp(p *pagecache.Page, i int, r0, r1 sim.Time, rfirst, rn int) blockdev.Stamp {
-	cur := p.SectorStamp(i)
+// copyOf returns the recorded write copy into p that overlaps a read
+// copying it between r0 and r1, or nil.
+func (b *buffered) copyOf(p *pagecache.Page, r0, r1 sim.Time) *pageCopy {
+	if len(b.copies) == 0 {
+		return nil
+	}
 	c := b.copies[p]
-	if c == nil || c.end <= r0 || c.start >= r1 || i < c.first || i >= c.first+c.n {
-		return cur
+	if c == nil || c.end <= r0 || c.start >= r1 {
+		return nil
+	}
+	return c
+}
+
+// seenStamp returns what a reader copying sector i of p between r0 and r1
+// (its copy of the page's sectors [rfirst, rfirst+rn)) read there; c is
+// copyOf(p, r0, r1).
+func seenStamp(c *pageCopy, p *pagecache.Page, i int, r0, r1 sim.Time, rfirst, rn int) blockdev.Stamp {
+	if c == nil || i < c.first || i >= c.first+c.n {
+		return p.SectorStamp(i)
 	}
 	// The writer finished sector i at tw, the reader read it at tr.
 	tw := c.start + (c.end-c.start)*sim.Time(i-c.first+1)/sim.Time(c.n)

@@ -1,13 +1,13 @@
 package stack_test
 
 import (
-	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/blksim/blksim/stack"
+	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/workload"
 )
 
@@ -17,16 +17,8 @@ const xfsDir = "../testdata/experiments/xfs-buffered-read"
 // the same rates) on one stack and returns its result.
 func runXFS(t *testing.T, stackFile string) *workload.Result {
 	t.Helper()
-	over := []workload.CommandLineOption{{Name: "size", Value: "256m", HasValue: true}}
-	specs, err := workload.ParseFileWith(filepath.Join(xfsDir, "randrw.fio"), workload.ParseOptions{Overrides: over})
-	require.NoError(t, err)
-	cfg, err := stack.Load(filepath.Join(xfsDir, stackFile))
-	require.NoError(t, err)
-	st, err := stack.Build(cfg, 1)
-	require.NoError(t, err)
-	defer st.Close()
-	res, err := workload.Run(st.Engine, st.FS, specs, workload.RunOptions{AppPerIO: st.AppPerIO})
-	require.NoError(t, err)
+	res, _ := runExperiment(t, xfsDir, "randrw.fio", stackFile,
+		workload.CommandLineOption{Name: "size", Value: "256m", HasValue: true})
 	return res
 }
 
@@ -62,9 +54,7 @@ func TestXFSBufferedReadLockExperiment(t *testing.T) {
 	assert.InDelta(t, 1961, ra, 1961*0.25)
 	assert.InDelta(t, 5.6, ra/rb, 5.6*0.2)
 	assert.InDelta(t, mibs(before, false), mibs(before, true), rb*0.02, "reads and writes move together")
-	for _, l := range before.Locks {
-		if l.Name == "xfs:i_rwsem:testfile" {
-			assert.NotZero(t, l.Read.Contentions, "readers wait for writers with the read lock")
-		}
-	}
+	i := slices.IndexFunc(before.Locks, func(l sim.LockStats) bool { return l.Name == "xfs:i_rwsem:testfile" })
+	require.GreaterOrEqual(t, i, 0, "the file's i_rwsem is in the lock table")
+	assert.NotZero(t, before.Locks[i].Read.Contentions, "readers wait for writers with the read lock")
 }

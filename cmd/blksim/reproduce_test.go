@@ -219,6 +219,8 @@ func TestReproduceBadInputExitsTwo(t *testing.T) {
 		{name: "two job files", files: files(head+row, "other.fio", smallJob), want: []string{"published.toml", "other.fio", "small.fio"}},
 		{name: "bs and env.BS", files: files(head + row + "env = { BS = \"8k\" }\n"), want: []string{"rows.r", "bs"}},
 		{name: "bad job value", files: files(head + "[rows.r]\nbs = \"huge\"\nstack = \"stack.toml\"\nread_mibs = 1\n"), want: []string{"exp/r", "small.fio:8:", `"huge"`}},
+		{name: "empty option name", files: files(head + "options = [\"=4k\"]\n" + row), want: []string{"options", `"=4k"`}},
+		{name: "unknown job option", files: files(head + "options = [\"frob=1\"]\n" + row), want: []string{"exp/r", `"frob"`}},
 		{name: "malformed toml", files: files(head + "[rows.r\n"), want: []string{"published.toml"}},
 		{name: "unknown experiment", files: files(head + row), args: []string{"nope"}, want: []string{`"nope"`, "have: exp"}},
 		{name: "bad output format", files: files(head + row), args: []string{"--output-format", "xml"}, want: []string{`"xml"`}},
