@@ -32,6 +32,7 @@ var conformanceDevices = []struct {
 	discards bool
 }{
 	{"memory", []string{"kind=memory", "capacity=64m", "latency=20us", "mbps=2000"}, false},
+	{"pmem", []string{"kind=pmem", "capacity=64m", "read_mbps=6000", "write_mbps=4000", "latency=100ns"}, false},
 	{"memory-4k", []string{"kind=memory", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024", "queue_depth=32", "latency=5us"}, false},
 	{"nvme", []string{"kind=nvme", "capacity=64m", "logical_block_size=512", "max_hw_sectors_kb=1024",
 		"queue_depth=128", "channels=4", "dies_per_channel=2", "page_size=16k", "planes=2",

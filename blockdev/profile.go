@@ -140,6 +140,16 @@ var memKeys = map[string]profileKey[MemParams]{
 	"mbps":               floatKey("transfer rate per request, MB/s (0: free)", func(p *MemParams) *float64 { return &p.MBps }),
 }
 
+var pmemKeys = map[string]profileKey[PMemParams]{
+	"name":               strKey("kernel device name (pmem0)", func(p *PMemParams) *string { return &p.Name }),
+	"capacity":           sizeKey("namespace size in bytes (16g)", func(p *PMemParams) *int64 { return &p.Capacity }),
+	"logical_block_size": intKey("logical block size in bytes, 512 (the pmem driver's) or 4096", func(p *PMemParams) *int { return &p.LogicalBlockSize }),
+	"max_hw_sectors_kb":  intKey("largest request through the block layer in KiB (4096)", func(p *PMemParams) *int { return &p.MaxHWSectorsKB }),
+	"read_mbps":          floatKey("one CPU's copy rate from the device, MB/s (6000)", func(p *PMemParams) *float64 { return &p.ReadMBps }),
+	"write_mbps":         floatKey("one CPU's copy rate to the device with persistence flushes, MB/s (4000)", func(p *PMemParams) *float64 { return &p.WriteMBps }),
+	"latency":            durKey("fixed time added to each copy (0)", func(p *PMemParams) *time.Duration { return &p.Latency }),
+}
+
 // kindDef is one device kind a profile may name.
 type kindDef struct {
 	keys  func() [][2]string
@@ -166,6 +176,13 @@ var kinds = map[string]kindDef{
 			return nil, err
 		}
 		return checked(NewNull(e, p))
+	}},
+	"pmem": {keyDocs(pmemKeys), func(e *sim.Engine, vals map[string]ProfileValue) (Device, error) {
+		p := DefaultPMemParams()
+		if err := applyKeys(&p, pmemKeys, vals); err != nil {
+			return nil, err
+		}
+		return checked(NewPMem(e, p))
 	}},
 	"memory": {keyDocs(memKeys), func(e *sim.Engine, vals map[string]ProfileValue) (Device, error) {
 		var p MemParams

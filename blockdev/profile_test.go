@@ -29,7 +29,7 @@ func withWhere(where string, kvs ...string) map[string]ProfileValue {
 var memOK = []string{"kind=memory", "capacity=16m"}
 
 // allKinds is Kinds() as the error messages list them.
-const allKinds = "hdd, memory, null, nvme, sata-ssd, ufs"
+const allKinds = "hdd, memory, null, nvme, pmem, sata-ssd, ufs"
 
 // profileFor returns a small valid profile of every kind.
 func profileFor(kind string) []string {
@@ -270,6 +270,7 @@ func FuzzProfile(f *testing.F) {
 	f.Add("kind=null\ncapacity=512\nlogical_block_size=4096")
 	f.Add("kind=memory\ncapacity=9223372036854775807\nqueue_depth=1073741824\nmax_hw_sectors_kb=1073741824")
 	f.Add("kind=memory\ncapacity=1k\nlogical_block_size=4096")
+	f.Add("kind=pmem\ncapacity=4k\nread_mbps=0.001\nwrite_mbps=1e9\nlatency=1h")
 	f.Add("kind=nvme\nkind=memory\n=\n==\ncapacity")
 	f.Fuzz(func(t *testing.T, text string) {
 		vals := map[string]ProfileValue{}

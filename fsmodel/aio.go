@@ -88,7 +88,9 @@ func (cb *IOCB) complete() {
 // through a plug of their own. A misaligned IO fails with an error
 // matching syscall.EINVAL and one beyond the end of the file with
 // ErrBeyondEOF, before anything is submitted; the handler is then not
-// called. DirectAIO panics if cb has no Handler or is still in flight.
+// called. On a DAX filesystem DirectAIO fails with ErrDAX (the kernel
+// runs such IO synchronously; callers use ReadIter and WriteIter).
+// DirectAIO panics if cb has no Handler or is still in flight.
 func (f *File) DirectAIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, cb *IOCB) error {
 	if cb.Handler == nil {
 		panic("fsmodel: DirectAIO with an IOCB that has no Handler")
@@ -97,6 +99,9 @@ func (f *File) DirectAIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.S
 		panic("fsmodel: DirectAIO with an IOCB that is still in flight")
 	}
 	fs := f.fs
+	if fs.dax != nil {
+		return fmt.Errorf("%s %s at %d+%d: %w: IO on a DAX file completes inside the call; use ReadIter or WriteIter", f.name, op, off, n, ErrDAX)
+	}
 	span, err := f.checkDirect(op, off, n)
 	if err != nil {
 		return err

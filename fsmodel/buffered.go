@@ -80,11 +80,10 @@ type buffered struct {
 	cursegMu *sim.Mutex
 	// copies are the recent buffered-write copies into pages, for what
 	// unserialized readers see (tearing.go).
-	copies     map[*pagecache.Page]*pageCopy
-	freeCopies []*pageCopy
-	wpMu       *sim.Mutex
-	shared     *pageBio
-	bioPool    []*pageBio
+	copies  copyLog[*pagecache.Page]
+	wpMu    *sim.Mutex
+	shared  *pageBio
+	bioPool []*pageBio
 }
 
 // ErrNotBuffered is returned by buffered calls on a filesystem without
@@ -250,6 +249,9 @@ func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
 // dirtying, then dirty-page throttling. Blocks are allocated later, at
 // writeback.
 func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
+	if f.fs.dax != nil {
+		return f.daxSyscall(t, blockdev.OpWrite, off, n, s, nil)
+	}
 	c := &f.fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
@@ -261,6 +263,9 @@ func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error 
 // io_submit of a buffered file runs it synchronously).
 func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	fs := f.fs
+	if fs.dax != nil {
+		return f.daxIO(t, blockdev.OpWrite, off, n, s, nil)
+	}
 	b := fs.buf
 	if b == nil {
 		return ErrNotBuffered
@@ -349,6 +354,9 @@ func (f *File) readPageLocked(t *sim.Task, p *pagecache.Page) error {
 // the file stop there. The stamps read are appended to *data if data is
 // not nil.
 func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	if f.fs.dax != nil {
+		return f.daxSyscall(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
+	}
 	c := &f.fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
@@ -359,6 +367,9 @@ func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun
 // filesystem's read_iter, for callers that charge their own syscall.
 func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
 	fs := f.fs
+	if fs.dax != nil {
+		return f.daxIO(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
+	}
 	b := fs.buf
 	if b == nil {
 		return ErrNotBuffered
@@ -406,10 +417,10 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 			rn := int(chunk / blockdev.SectorSize)
 			r1 := t.Now()
 			r0 := r1 - sim.Time(copyTime)
-			c := b.copyOf(p, r0, r1)
+			c := b.copies.overlapping(p, r0, r1)
 			for i := 0; i < rn; i++ {
 				sec := p.Index()*pagecache.SectorsPerPage + int64(first+i)
-				st := seenStamp(c, p, first+i, r0, r1, first, rn)
+				st := seenStamp(c, p.SectorStamp(first+i), first+i, r0, r1, first, rn)
 				if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
 					(*data)[k].Sectors++
 				} else {

@@ -51,6 +51,7 @@ type FS struct {
 	files map[string]*File
 	dios  []*dio
 	buf   *buffered // buffered IO, when enabled
+	dax   *daxState // DAX, when mounted with it
 	order []*File   // files in creation order
 
 	// batches are the tasks' open submission batches (StartBatch);
@@ -100,6 +101,12 @@ type Inode struct {
 	size int64
 	// dioCount is the number of direct IOs in flight (inode_dio_begin).
 	dioCount int
+	// ilock is the second inode lock of a DAX filesystem that has one
+	// (xfs's ILOCK), created on first use.
+	ilock *sim.RWSem
+	// mtimeTick and atimeTick are the coarse-clock ticks of the last
+	// modification and access time updates (DAX paths).
+	mtimeTick, atimeTick int64
 }
 
 // File is an open file: an inode and its extent map.
@@ -210,12 +217,18 @@ func (fs *FS) putDIO(d *dio) {
 // them costs simulator time, not simulated time). Misaligned IO fails with
 // an error matching syscall.EINVAL, naming the offset and alignment.
 func (f *File) DirectRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	if f.fs.dax != nil {
+		return f.daxSyscall(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
+	}
 	return f.direct(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
 }
 
 // DirectWrite writes [off, off+n) with O_DIRECT semantics on behalf of t,
 // stamping the sectors with s.
 func (f *File) DirectWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
+	if f.fs.dax != nil {
+		return f.daxSyscall(t, blockdev.OpWrite, off, n, s, nil)
+	}
 	return f.direct(t, blockdev.OpWrite, off, n, s, nil)
 }
 

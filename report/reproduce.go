@@ -73,6 +73,38 @@ type ReproRow struct {
 	OK bool `json:"ok"`
 }
 
+// ReproRatio compares the ratio of one metric between two rows of an
+// experiment (a published speed-up) with the simulated one.
+type ReproRatio struct {
+	Name string `json:"name"`
+	// Of and Over name the rows: the ratio is Of's metric over Over's.
+	Of   string `json:"of"`
+	Over string `json:"over"`
+	// Key is the Metric's key; Label its text name.
+	Key   string `json:"metric"`
+	Label string `json:"-"`
+	// Published and Simulated are the ratios; Error is
+	// Simulated/Published - 1.
+	Published float64 `json:"published"`
+	Simulated float64 `json:"simulated"`
+	Error     float64 `json:"error"`
+	// Tolerance is the largest |Error| accepted, as a fraction.
+	Tolerance float64 `json:"tolerance"`
+	OK        bool    `json:"ok"`
+}
+
+// SetSimulated records the simulated metric of the two rows and judges
+// the ratio against its tolerance (a zero denominator is never OK).
+func (q *ReproRatio) SetSimulated(of, over float64) {
+	if over == 0 {
+		q.Simulated, q.Error, q.OK = math.Inf(1), math.Inf(1), false
+		return
+	}
+	q.Simulated = of / over
+	q.Error = q.Simulated/q.Published - 1
+	q.OK = math.Abs(q.Error) <= q.Tolerance
+}
+
 // ReproExperiment is one shipped experiment: its source and rows.
 type ReproExperiment struct {
 	// Name is the experiment's directory name.
@@ -86,15 +118,21 @@ type ReproExperiment struct {
 	// Tolerance is the experiment's default tolerance (a fraction).
 	Tolerance float64    `json:"tolerance"`
 	Rows      []ReproRow `json:"rows"`
+	// Ratios are the published ratios between rows (omitted when none).
+	Ratios []ReproRatio `json:"ratios,omitempty"`
 }
 
 // Reproduction is the outcome of "blksim reproduce".
 type Reproduction struct {
 	Experiments []ReproExperiment `json:"experiments"`
 	// Rows counts every row, RowsOff those outside their tolerance.
-	Rows    int  `json:"rows"`
-	RowsOff int  `json:"rows_off"`
-	OK      bool `json:"ok"`
+	Rows    int `json:"rows"`
+	RowsOff int `json:"rows_off"`
+	// Ratios counts every ratio, RatiosOff those outside their tolerance
+	// (both omitted when there are no ratios).
+	Ratios    int  `json:"ratios,omitempty"`
+	RatiosOff int  `json:"ratios_off,omitempty"`
+	OK        bool `json:"ok"`
 }
 
 // Tally sets each row's OK from its metrics and r's Rows, RowsOff and OK
@@ -113,8 +151,14 @@ func (r *Reproduction) Tally() {
 				r.RowsOff++
 			}
 		}
+		for _, q := range r.Experiments[ei].Ratios {
+			r.Ratios++
+			if !q.OK {
+				r.RatiosOff++
+			}
+		}
 	}
-	r.OK = r.RowsOff == 0
+	r.OK = r.RowsOff == 0 && r.RatiosOff == 0
 }
 
 // percent formats a fraction as a signed percentage ("+1.3%", "-22.0%").
@@ -129,7 +173,9 @@ func tolerance(f float64) string { return "±" + strconv.FormatFloat(100*f, 'f',
 // published value, the simulated one, the ratio error (simulated/published
 // - 1) and OK, or OFF when the error is outside the row's tolerance (a row
 // whose tolerance differs from the experiment's says so after its name);
-// then a line counting the rows within tolerance. The last line sums up
+// then a line counting the rows within tolerance, and one line per ratio
+// ("ratio NAME: METRIC of ROW over ROW: published, simulated, error,
+// tolerance, OK or OFF"). The last line sums up
 // the whole run and, if rows are off, names each with the metrics that are
 // off and by how much. It returns the first error from w.
 func WriteReproduce(w io.Writer, r *Reproduction) error {
@@ -151,6 +197,9 @@ func WriteReproduce(w io.Writer, r *Reproduction) error {
 			}
 			if row.OK {
 				ok++
+			}
+			if len(row.Metrics) == 0 {
+				lines = append(lines, line{row: name, metric: "(in ratios)"})
 			}
 			for mi, m := range row.Metrics {
 				l := line{"", m.Label, fmt.Sprintf("%.1f", m.Published), fmt.Sprintf("%.1f", m.Simulated), percent(m.Error), "OK"}
@@ -174,6 +223,14 @@ func WriteReproduce(w io.Writer, r *Reproduction) error {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "  %d of %d rows within tolerance\n", ok, len(e.Rows))
+		for _, q := range e.Ratios {
+			status := "OK"
+			if !q.OK {
+				status = "OFF"
+			}
+			fmt.Fprintf(&b, "  ratio %s: %s of %s over %s: published %.2f, simulated %.2f, %s (tolerance %s) %s\n",
+				q.Name, q.Label, q.Of, q.Over, q.Published, q.Simulated, percent(q.Error), tolerance(q.Tolerance), status)
+		}
 	}
 	if len(r.Experiments) > 0 {
 		b.WriteString("\n")
@@ -187,14 +244,20 @@ func WriteReproduce(w io.Writer, r *Reproduction) error {
 // Verdict is WriteReproduce's last line: "reproduce: OK, all N rows of E
 // experiments within tolerance", or "reproduce: OFF, K of N rows outside
 // tolerance: " and, for each row off, "EXPERIMENT/ROW (METRIC +x.x%, ...;
-// tolerance ±T%)". Call Tally first.
+// tolerance ±T%)". With ratios the counts read "N rows and R ratios" and
+// each ratio off is named "EXPERIMENT/ratio NAME (METRIC +x.x%; tolerance
+// ±T%)". Call Tally first.
 func (r *Reproduction) Verdict() string {
 	exps := "experiments"
 	if len(r.Experiments) == 1 {
 		exps = "experiment"
 	}
-	if r.RowsOff == 0 {
-		return fmt.Sprintf("reproduce: OK, all %d rows of %d %s within tolerance", r.Rows, len(r.Experiments), exps)
+	ratios := ""
+	if r.Ratios > 0 {
+		ratios = fmt.Sprintf(" and %d ratios", r.Ratios)
+	}
+	if r.RowsOff == 0 && r.RatiosOff == 0 {
+		return fmt.Sprintf("reproduce: OK, all %d rows%s of %d %s within tolerance", r.Rows, ratios, len(r.Experiments), exps)
 	}
 	var off []string
 	for _, e := range r.Experiments {
@@ -210,6 +273,14 @@ func (r *Reproduction) Verdict() string {
 			}
 			off = append(off, fmt.Sprintf("%s/%s (%s; tolerance %s)", e.Name, row.Name, strings.Join(ms, ", "), tolerance(row.Tolerance)))
 		}
+		for _, q := range e.Ratios {
+			if !q.OK {
+				off = append(off, fmt.Sprintf("%s/ratio %s (%s %s; tolerance %s)", e.Name, q.Name, q.Label, percent(q.Error), tolerance(q.Tolerance)))
+			}
+		}
+	}
+	if r.Ratios > 0 {
+		return fmt.Sprintf("reproduce: OFF, %d of %d rows and %d of %d ratios outside tolerance: %s", r.RowsOff, r.Rows, r.RatiosOff, r.Ratios, strings.Join(off, "; "))
 	}
 	return fmt.Sprintf("reproduce: OFF, %d of %d rows outside tolerance: %s", r.RowsOff, r.Rows, strings.Join(off, "; "))
 }

@@ -93,6 +93,40 @@ func TestTally(t *testing.T) {
 	assert.Equal(t, "reproduce: OK, all 2 rows of 1 experiment within tolerance", ok.Verdict())
 }
 
+// Ratios are judged on their own and counted apart from rows; a zero
+// denominator is never within tolerance.
+func TestTallyRatios(t *testing.T) {
+	r := sampleReproduction(t)
+	e := &r.Experiments[0]
+	e.Ratios = []ReproRatio{
+		{Name: "gain", Of: "1M-with", Over: "4k-with", Key: "read_mibs", Label: "read MiB/s", Published: 15, Tolerance: 0.1},
+		{Name: "zero", Of: "4k-with", Over: "1M-with", Key: "read_mibs", Label: "read MiB/s", Published: 1, Tolerance: 0.1},
+	}
+	e.Ratios[0].SetSimulated(480.2, 31.0)
+	e.Ratios[1].SetSimulated(31, 0)
+	assert.InDelta(t, 15.49, e.Ratios[0].Simulated, 0.01)
+	assert.True(t, e.Ratios[0].OK)
+	assert.False(t, e.Ratios[1].OK)
+	r.Tally()
+	assert.Equal(t, 2, r.Ratios)
+	assert.Equal(t, 1, r.RatiosOff)
+	assert.False(t, r.OK)
+	assert.Equal(t, "reproduce: OFF, 1 of 4 rows and 1 of 2 ratios outside tolerance: ext4-dio/ratio zero (read MiB/s +Inf%; tolerance ±10%); xfs-dio/4k (read MiB/s +30.0%, write lat us -21.5%; tolerance ±10%)", r.Verdict())
+
+	ok := &Reproduction{Experiments: []ReproExperiment{*e}}
+	ok.Experiments[0].Ratios = ok.Experiments[0].Ratios[:1]
+	ok.Tally()
+	assert.True(t, ok.OK)
+	assert.Equal(t, "reproduce: OK, all 2 rows and 1 ratios of 1 experiment within tolerance", ok.Verdict())
+	var b bytes.Buffer
+	require.NoError(t, WriteReproduce(&b, ok))
+	assert.Contains(t, b.String(), "\n  ratio gain: read MiB/s of 1M-with over 4k-with: published 15.00, simulated 15.49, +3.3% (tolerance ±10%) OK\n")
+	b.Reset()
+	require.NoError(t, WriteReproduceJSON(&b, ok))
+	assert.Contains(t, b.String(), `"ratios": [`)
+	assert.Contains(t, b.String(), `"metric": "read_mibs"`)
+}
+
 func TestWriteReproduceGolden(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteReproduce(&b, sampleReproduction(t)))

@@ -23,7 +23,7 @@ import (
 //
 //	engine [cpus=N] [wake=D] [cs=D] [spin=D] [spin-iter=D] [cacheline=D]
 //	       [writer-spin] [reader-spin] [spin-limit=D] [wake-any]
-//	       [handoff=D] [mutex-spin]
+//	       [handoff=D] [mutex-spin] [writer-spin-readers=D]
 //	    A new engine with one rwsem "sem" and one mutex "mu". spin is
 //	    Host.SpinHandoff, spin-iter Host.SpinIteration, cacheline
 //	    Host.CacheLine.
@@ -93,6 +93,8 @@ func (s *scriptState) cmd(t *testing.T, td *datadriven.TestData) (string, error)
 				opt.SpinLimit, err = time.ParseDuration(a.SingleVal(t))
 			case "handoff":
 				opt.HandoffTimeout, err = time.ParseDuration(a.SingleVal(t))
+			case "writer-spin-readers":
+				opt.WriterSpinReaders, err = time.ParseDuration(a.SingleVal(t))
 			case "writer-spin":
 				opt.WriterSpin = true
 			case "reader-spin":

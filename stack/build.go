@@ -148,6 +148,12 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 	if err := c.enableBuffered(fsys); err != nil {
 		return nil, err
 	}
+	if c.boolean("dax") {
+		if err := c.enableDAX(fsys); err != nil {
+			fsys.Close()
+			return nil, err
+		}
+	}
 	return &Stack{Engine: e, Device: dev, Queue: q, FS: fsys, Config: c, Costs: costs,
 		AppPerIO: c.duration("host.app_per_io"), Wall: wall, Real: real,
 		IntegrityCheck: c.boolean("integrity.check")}, nil
@@ -263,6 +269,28 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 	if err := fsys.EnableBuffered(opt); err != nil {
 		cache.Close()
 		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return nil
+}
+
+// enableDAX mounts the filesystem with DAX.
+func (c *Config) enableDAX(fsys *fsmodel.FS) error {
+	if c.real != nil {
+		return fmt.Errorf("%s: %w: key \"dax\": a real device has no DAX path in blksim", c.Where("dax"), ErrConfig)
+	}
+	hz := c.integer("host.hz")
+	if hz <= 0 {
+		return fmt.Errorf("%s: %w: key \"host.hz\" must be positive", c.Where("host.hz"), ErrConfig)
+	}
+	err := fsys.EnableDAX(fsmodel.DAXOptions{
+		BlockMap:    c.duration("host.block_map"),
+		WriteChecks: c.duration("host.write_checks"),
+		UpdateTime:  c.duration("host.update_time"),
+		IVersion:    c.Get("fs") == "xfs" && c.boolean("xfs.i_version"),
+		Tick:        time.Second / time.Duration(hz),
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w: key \"dax\": %v (device.profile %q)", c.Where("dax"), ErrConfig, err, c.Get("device.profile"))
 	}
 	return nil
 }

@@ -58,6 +58,8 @@ var keyDefs = []keyDef{
 	{"writeback.dirty_writeback_centisecs", kInt, "500", "vm.dirty_writeback_centisecs", nil},
 	{"writeback.bio_max", kSize, "512k", "largest writeback bio", nil},
 	{"xfs.buffered_read_lock", kBool, "true", "buffered reads take the iolock (i_rwsem) shared across the read; false is the December 2024 patch (reads rely on folio locks)", nil},
+	{"dax", kBool, "false", "mount with -o dax: every file IO is a CPU copy to or from a pmem device (device kind pmem) under the inode locks; no page cache, no block layer (xfs, ext4)", nil},
+	{"xfs.i_version", kBool, "false", "every write updates the timestamps (xfs_vn_update_time under the ILOCK exclusive): the i_version counter changes on each write, as on xfs v5 filesystems before 4.16; false updates them once per tick of the coarse clock (host.hz)", nil},
 	{"xfs.alloc_window", kSize, "8m", "delayed allocation: per-file contiguous window (speculative preallocation)", nil},
 	{"ext4.alloc_window", kSize, "8m", "delayed allocation: per-file contiguous window (mballoc preallocation)", nil},
 	{"ext4.parallel_dio_reads", kBool, "true", "DIO reads take i_rwsem shared across the IO (v4.9 commit 16c54688)", nil},
@@ -99,6 +101,9 @@ var keyDefs = []keyDef{
 	{"host.pagecache_lookup", kDuration, "0", "CPU time to find or insert one page in the page cache (buffered read and write)", nil},
 	{"host.dirty_page", kDuration, "300ns", "CPU time to dirty a page (accounting, tags)", nil},
 	{"host.write_checks", kDuration, "0", "buffered write CPU time per call under the inode lock before the copy (write checks, timestamp update, block mapping: xfs_file_write_checks, iomap_begin/end)", nil},
+	{"host.update_time", kDuration, "3us", "DAX paths: CPU time of a timestamp update (xfs: a transaction logging the inode, under the ILOCK exclusive)", nil},
+	{"host.block_map", kDuration, "300ns", "DAX paths: CPU time of mapping an IO's blocks (extent lookup; xfs: under the ILOCK shared)", nil},
+	{"host.hz", kInt, "250", "timer ticks per second: the coarse clock that file timestamps follow (CONFIG_HZ)", nil},
 	{"host.write_page", kDuration, "1us", "writepages CPU time per page (lock, clear dirty, allocate, add to bio)", nil},
 	{"host.app_per_io", kDuration, "1500ns", "CPU time of the application (fio's io_u bookkeeping, offset generation, latency accounting) between two IOs", nil},
 	{"rwsem.writer_spin", kBool, "true", "writers spin while a running writer owns an rwsem", nil},
@@ -106,6 +111,7 @@ var keyDefs = []keyDef{
 	{"rwsem.handoff_timeout", kDuration, "4ms", "first-waiter wait after which lock stealing stops (0: never)", nil},
 	{"rwsem.wake_any_readers", kBool, "false", "wake up to 256 readers from anywhere in the queue (5.3+)", nil},
 	{"integrity.check", kBool, "true", "atomicity oracle: count torn and stale reads from the data stamps on every file that jobs both read and write (costs up to ~25% of simulation speed on 4k random IO; does not change the simulated run)", nil},
+	{"rwsem.writer_spin_readers", kDuration, "0", "a spinning writer also spins on a lock owned by readers for at most this long (0: never, 4.8-5.2; 5.3+ spins 10-25us; 4.7 and the 2016 reader-spinning RFC's base spun a few us while the owner field was empty)", nil},
 	{"rwsem.spin_limit", kDuration, "0", "longest optimistic spin before a spinner sleeps (0: until the owner sleeps)", nil},
 }
 

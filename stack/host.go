@@ -121,6 +121,8 @@ func (c *Config) lockOptions() (sim.RWSemOptions, map[string]sim.RWSemOptions) {
 		HandoffTimeout: handoff,
 		WakeAnyReaders: c.boolean("rwsem.wake_any_readers"),
 		SpinLimit:      c.duration("rwsem.spin_limit"),
+
+		WriterSpinReaders: c.duration("rwsem.writer_spin_readers"),
 	}
 	var keys []string
 	for k := range c.vals {

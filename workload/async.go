@@ -262,7 +262,8 @@ func (a *aioContext) commit() {
 			}
 		}
 		switch {
-		case !a.j.spec.Direct:
+		case !a.j.spec.Direct || a.fs.DAX():
+			// Buffered and DAX IO completes inside the submitting call.
 			err = a.bufferedSubmit(t, u)
 		case u.dir == blockdev.OpRead:
 			err = file.DirectAIO(t, blockdev.OpRead, u.off, u.bs, blockdev.Stamp{}, &u.cb)

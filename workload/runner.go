@@ -540,7 +540,8 @@ func (r *runState) layoutFiles(lbs int64) error {
 		q := sizes[name]
 		var f *fsmodel.File
 		var err error
-		if q.job.spec.Direct {
+		if q.job.spec.Direct || r.fsys.DAX() {
+			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
 		} else {
 			// A buffered file is created without blocks: they are

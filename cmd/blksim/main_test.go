@@ -365,3 +365,19 @@ func TestJSONPlusBins(t *testing.T) {
 	require.Positive(t, res.Jobs[0].Read.TotalIOs)
 	assert.Equal(t, res.Jobs[0].Read.TotalIOs, n)
 }
+
+// A DAX stack says so in its first line; sync and async engines both run
+// on it (io_submit completes a DAX IO inside the call), and the block
+// layer sees no IO.
+func TestRunDAXStack(t *testing.T) {
+	dir := "../../testdata/experiments/dax-reader-spin"
+	for _, engine := range []string{"psync", "libaio"} {
+		r := runCLI(t, deterministic, "run", "--stack", filepath.Join(dir, "reader-spin.toml"),
+			"--runtime=5ms", "--ioengine="+engine, "--direct=1", filepath.Join(dir, "randrw.fio"))
+		require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+		assert.True(t, strings.HasPrefix(r.stdout, "stack: xfs mounted with dax on pmem0 (pmem-nvdimm)\n"), "output starts %q", r.stdout[:min(len(r.stdout), 80)])
+		assert.Contains(t, r.stdout, "ioengine="+engine)
+		assert.Contains(t, r.stdout, "pmem0: ios=0/0")
+		assert.Contains(t, r.stdout, "xfs:ilock:testfile-W")
+	}
+}

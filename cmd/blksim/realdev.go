@@ -97,7 +97,11 @@ func stackLine(st *stack.Stack, cfg *stack.Config) string {
 		return fmt.Sprintf("stack: %s on %s (real device %s, O_DIRECT via %s, %d-byte blocks, wall clock)\n",
 			st.FS.Policy().Name(), st.Device.Name(), sp, s.Backend, s.LogicalBlockSize)
 	}
-	return fmt.Sprintf("stack: %s on %s (%s)\n", st.FS.Policy().Name(), st.Device.Name(), cfg.Get("device.profile"))
+	mount := ""
+	if st.FS.DAX() {
+		mount = " mounted with dax"
+	}
+	return fmt.Sprintf("stack: %s%s on %s (%s)\n", st.FS.Policy().Name(), mount, st.Device.Name(), cfg.Get("device.profile"))
 }
 
 // writeRealStats prints the real device's counters and its verification

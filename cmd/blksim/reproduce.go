@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -33,13 +34,24 @@ const publishedName = "published.toml"
 // publishedFile is an experiment's published.toml; the format is described
 // in testdata/experiments/README.md.
 type publishedFile struct {
-	Source    string                  `toml:"source"`
-	Tolerance *float64                `toml:"tolerance"`
-	Job       string                  `toml:"job"`
-	Seed      *int64                  `toml:"seed"`
-	Env       map[string]string       `toml:"env"`
-	Options   []string                `toml:"options"`
-	Rows      map[string]publishedRow `toml:"rows"`
+	Source    string                    `toml:"source"`
+	Tolerance *float64                  `toml:"tolerance"`
+	Job       string                    `toml:"job"`
+	Seed      *int64                    `toml:"seed"`
+	Env       map[string]string         `toml:"env"`
+	Options   []string                  `toml:"options"`
+	Rows      map[string]publishedRow   `toml:"rows"`
+	Ratios    map[string]publishedRatio `toml:"ratios"`
+}
+
+// publishedRatio is one [ratios.NAME] table: a published ratio of one
+// metric between two rows.
+type publishedRatio struct {
+	Of        string   `toml:"of"`
+	Over      string   `toml:"over"`
+	Metric    string   `toml:"metric"`
+	Published *float64 `toml:"published"`
+	Tolerance *float64 `toml:"tolerance"`
 }
 
 // publishedRow is one [rows.NAME] table.
@@ -185,6 +197,13 @@ func cmdReproduce(args []string, stdout io.Writer, env func(string) (string, boo
 			*m = report.NewReproMetric(metricByKey(m.Key), m.Published, metricByKey(m.Key).Value(sums[i]), row.Tolerance)
 		}
 	}
+	for _, e := range rep.Experiments {
+		for qi := range e.Ratios {
+			q := &e.Ratios[qi]
+			m := metricByKey(q.Key)
+			q.SetSimulated(m.Value(sumOf(runs, sums, rep, e.Name, q.Of)), m.Value(sumOf(runs, sums, rep, e.Name, q.Over)))
+		}
+	}
 	rep.Tally()
 
 	var out bytes.Buffer
@@ -204,6 +223,17 @@ func cmdReproduce(args []string, stdout io.Writer, env func(string) (string, boo
 		return errors.New(rep.Verdict())
 	}
 	return nil
+}
+
+// sumOf returns the summary of row of experiment exp.
+func sumOf(runs []reproRun, sums []report.Summary, rep *report.Reproduction, exp, row string) report.Summary {
+	for i, r := range runs {
+		e := &rep.Experiments[r.exp]
+		if e.Name == exp && e.Rows[r.row].Name == row {
+			return sums[i]
+		}
+	}
+	panic("blksim: reproduce: no run for " + exp + "/" + row)
 }
 
 // metricByKey returns the report metric named key.
@@ -414,8 +444,8 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 			}
 			rep.Metrics = append(rep.Metrics, report.ReproMetric{Key: m.Key, Label: m.Label, Published: *v})
 		}
-		if len(rep.Metrics) == 0 {
-			return rowFail("no published metric (want some of %s)", metricKeys())
+		if len(rep.Metrics) == 0 && !inRatio(pub.Ratios, name) {
+			return rowFail("no published metric (want some of %s, or a ratio naming the row)", metricKeys())
 		}
 		if row.Stack == "" {
 			return rowFail("no stack file")
@@ -465,7 +495,72 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		exp.Rows = append(exp.Rows, rep)
 		runs = append(runs, reproRun{exp: expIndex, row: ri, cfg: cfg, specs: specs, seed: seed})
 	}
+	ratios, err := loadRatios(pub, md, rowNames)
+	if err != nil {
+		return fail("%v", err)
+	}
+	exp.Ratios = ratios
 	return exp, runs, nil
+}
+
+// inRatio reports whether some ratio names row.
+func inRatio(ratios map[string]publishedRatio, row string) bool {
+	for _, q := range ratios {
+		if q.Of == row || q.Over == row {
+			return true
+		}
+	}
+	return false
+}
+
+// loadRatios checks the [ratios.NAME] tables and returns them in file
+// order.
+func loadRatios(pub publishedFile, md toml.MetaData, rows []string) ([]report.ReproRatio, error) {
+	var names []string
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "ratios" {
+			names = append(names, k[1])
+		}
+	}
+	if len(names) != len(pub.Ratios) {
+		names = names[:0]
+		for n := range pub.Ratios {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	var out []report.ReproRatio
+	for _, name := range names {
+		q := pub.Ratios[name]
+		for _, r := range []string{q.Of, q.Over} {
+			if !slices.Contains(rows, r) {
+				return nil, fmt.Errorf("ratios.%s: row %q: no such row (have %s)", name, r, strings.Join(rows, ", "))
+			}
+		}
+		if q.Of == q.Over {
+			return nil, fmt.Errorf("ratios.%s: of and over name the same row %q", name, q.Of)
+		}
+		known := false
+		for _, m := range report.Metrics() {
+			known = known || m.Key == q.Metric
+		}
+		if !known {
+			return nil, fmt.Errorf("ratios.%s: metric %q: want one of %s", name, q.Metric, metricKeys())
+		}
+		if q.Published == nil || !(*q.Published > 0) || math.IsInf(*q.Published, 0) {
+			return nil, fmt.Errorf("ratios.%s: published: want a number above 0", name)
+		}
+		tol := *pub.Tolerance
+		if q.Tolerance != nil {
+			if !validTolerance(*q.Tolerance) {
+				return nil, fmt.Errorf("ratios.%s: tolerance %v: want a fraction above 0", name, *q.Tolerance)
+			}
+			tol = *q.Tolerance
+		}
+		out = append(out, report.ReproRatio{Name: name, Of: q.Of, Over: q.Over, Key: q.Metric,
+			Label: metricByKey(q.Metric).Label, Published: *q.Published, Tolerance: tol})
+	}
+	return out, nil
 }
 
 // validTolerance reports whether t is a usable tolerance fraction.

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/report"
 )
 
 // TestReproduceShipped is the showcase: every shipped experiment row is
@@ -21,7 +24,7 @@ func TestReproduceShipped(t *testing.T) {
 	require.Equal(t, exitOK, r.status, "stdout:\n%s\nstderr: %s", r.stdout, r.stderr)
 	assert.Empty(t, r.stderr)
 	out := r.stdout
-	assert.True(t, strings.HasPrefix(out, "ext4-dio: EXPERIMENTS.md section 1"), out)
+	assert.Contains(t, out, "\n\next4-dio: EXPERIMENTS.md section 1")
 	for _, row := range []string{"4k-with", "4k-without", "4k-without-nolock", "1M-with", "1M-without", "1M-without-nolock"} {
 		assert.Contains(t, out, "\n  "+row+" ")
 	}
@@ -31,8 +34,11 @@ func TestReproduceShipped(t *testing.T) {
 		assert.Contains(t, out, "\n  "+row+" ")
 	}
 	assert.Contains(t, out, "2 of 2 rows within tolerance")
+	assert.Contains(t, out, "  ratio read-gain: read MiB/s of no-read-lock over read-lock: published 5.59")
+	assert.True(t, strings.HasPrefix(out, "dax-reader-spin: EXPERIMENTS.md section 5"), out)
+	assert.Contains(t, out, "  ratio write-gain: write MiB/s of reader-spin over no-reader-spin: published 1.60")
 	assert.NotContains(t, out, "OFF")
-	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 8 rows of 2 experiments within tolerance\n"), out)
+	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 10 rows and 3 ratios of 3 experiments within tolerance\n"), out)
 	// Rows appear in published.toml's order.
 	assert.Less(t, strings.Index(out, "4k-without-nolock"), strings.Index(out, "1M-with"))
 }
@@ -221,6 +227,11 @@ func TestReproduceBadInputExitsTwo(t *testing.T) {
 		{name: "bad job value", files: files(head + "[rows.r]\nbs = \"huge\"\nstack = \"stack.toml\"\nread_mibs = 1\n"), want: []string{"exp/r", "small.fio:8:", `"huge"`}},
 		{name: "empty option name", files: files(head + "options = [\"=4k\"]\n" + row), want: []string{"options", `"=4k"`}},
 		{name: "unknown job option", files: files(head + "options = [\"frob=1\"]\n" + row), want: []string{"exp/r", `"frob"`}},
+		{name: "ratio of unknown row", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"nope\"\nmetric = \"read_mibs\"\npublished = 2\n"), want: []string{"published.toml", "ratios.g", `row "nope"`}},
+		{name: "ratio of a row over itself", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r\"\nmetric = \"read_mibs\"\npublished = 2\n"), want: []string{"ratios.g", "same row"}},
+		{name: "ratio bad metric", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"iops\"\npublished = 2\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", `metric "iops"`}},
+		{name: "ratio without value", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_mibs\"\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", "published"}},
+		{name: "ratio bad tolerance", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_mibs\"\npublished = 2\ntolerance = -1\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", "tolerance"}},
 		{name: "malformed toml", files: files(head + "[rows.r\n"), want: []string{"published.toml"}},
 		{name: "unknown experiment", files: files(head + row), args: []string{"nope"}, want: []string{`"nope"`, "have: exp"}},
 		{name: "bad output format", files: files(head + row), args: []string{"--output-format", "xml"}, want: []string{`"xml"`}},
@@ -249,7 +260,7 @@ func TestReproduceBadInputExitsTwo(t *testing.T) {
 	// An unknown name among the embedded experiments.
 	r = runCLI(t, deterministic, "reproduce", "nope")
 	assert.Equal(t, exitBadArgs, r.status)
-	assert.Contains(t, r.stderr, "have: ext4-dio")
+	assert.Contains(t, r.stderr, "have: dax-reader-spin, ext4-dio")
 }
 
 // The shipped published.toml parses and sets up with the extended format's
@@ -267,8 +278,10 @@ func TestShippedExperimentsLoad(t *testing.T) {
 		assert.Positive(t, exp.Tolerance)
 		assert.Len(t, runs, len(exp.Rows))
 		for _, row := range exp.Rows {
-			assert.NotEmpty(t, row.Metrics, "%s/%s", d.name, row.Name)
+			inRatio := slices.ContainsFunc(exp.Ratios, func(q report.ReproRatio) bool { return q.Of == row.Name || q.Over == row.Name })
+			assert.True(t, len(row.Metrics) > 0 || inRatio, "%s/%s states a metric or is in a ratio", d.name, row.Name)
 		}
 	}
 	assert.Contains(t, names, "ext4-dio")
+	assert.Contains(t, names, "dax-reader-spin")
 }
