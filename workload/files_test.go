@@ -576,4 +576,13 @@ func TestRunSeveralFilesErrors(t *testing.T) {
 	_, err = Run(st.Engine, st.FS, parseString(t, "[j]\nsize=8k\nnrfiles=4\nbs=4k\n"), RunOptions{})
 	require.ErrorIs(t, err, ErrJob)
 	assert.Contains(t, err.Error(), "files of 2048 bytes")
+
+	// 1m over 3 files is 349525 bytes each: backward steps would wrap to
+	// an unaligned offset.
+	_, err = Run(st.Engine, st.FS, parseString(t, "[j]\nsize=1m\nnrfiles=3\nrw=read:-8k\ndirect=1\n"), RunOptions{})
+	require.ErrorIs(t, err, ErrJob)
+	assert.Contains(t, err.Error(), `option "rw": job cannot run: backward steps wrap to the end of file "j.0.0", 349525 bytes long (nrfiles=3)`)
+	res, err := Run(st.Engine, st.FS, parseString(t, "[j]\nsize=1m\nnrfiles=4\nrw=read:-8k\ndirect=1\n"), RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(256), onlyJob(t, res).Read.IOs)
 }

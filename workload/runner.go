@@ -642,6 +642,10 @@ func (j *job) checkRegion(lbs int64) error {
 			return s.errorf("offset", "offset %d is negative", f.regionOff)
 		case f.regionOff%lbs != 0:
 			return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", f.regionOff, lbs)
+		case j.multi() && s.SeqAdd < 0 && f.regionLen%lbs != 0:
+			// Backward steps wrap to the region's end (fio does the same
+			// and fails the IO with EINVAL).
+			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), not aligned to the device's %d-byte logical block size (EINVAL)", f.name, f.regionLen, len(j.files), lbs)
 		}
 		for d := range 2 {
 			if !usesDir(s, blockdev.Op(d)) {
