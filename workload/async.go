@@ -45,7 +45,8 @@ type ioUnit struct {
 	cb    fsmodel.IOCB
 	ctx   *aioContext
 	dir   blockdev.Op
-	off   int64
+	file  *jobFile
+	off   int64 // in the file
 	bs    int64
 	stamp blockdev.Stamp
 	check verifyCheck
@@ -176,16 +177,28 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		if stop = j.checkStop(now); stop != running {
 			break
 		}
-		// get_io_u: a free unit, its direction, offset and data.
+		// get_io_u: a free unit, its file, direction, offset and data.
 		io, ok := j.next(t, &stop)
 		if !ok {
-			break
+			if stop != running {
+				break
+			}
+			// openfiles: the file to use cannot be opened yet. fio
+			// reaps a completion if IO is in flight, and tries again.
+			if a.curDepth > 0 || polling {
+				a.waitForCompletions(false)
+			}
+			if a.failed || a.stop != running {
+				break
+			}
+			continue
 		}
 		u := a.free[len(a.free)-1]
 		a.free = a.free[:len(a.free)-1]
 		a.curDepth++
-		u.dir, u.bs, u.off, u.check = io.dir, io.bs, j.regionOff+io.off, io.check
-		u.cb.CollectData = io.check != checkNone || j.hist != nil
+		u.dir, u.bs, u.file, u.off, u.check = io.dir, io.bs, io.file, io.file.regionOff+io.off, io.check
+		u.file.inflight++
+		u.cb.CollectData = io.check != checkNone || u.file.hist != nil
 		if u.dir == blockdev.OpWrite {
 			j.stamp.Seq++
 			u.stamp = j.stamp
@@ -249,11 +262,10 @@ func (a *aioContext) commit() {
 	if n > aioPlugThreshold {
 		batch = a.fs.StartBatch(t)
 	}
-	file := a.j.file
 	submitted := 0
-	hist := a.j.hist
 	for _, u := range a.queued {
 		var err error
+		file, hist := u.file.file, u.file.hist
 		if hist != nil {
 			if u.dir == blockdev.OpRead {
 				u.rc = a.j.r.integ.readStart()
@@ -420,17 +432,20 @@ func (a *aioContext) take(n int) int {
 // or fails the job if the IO failed.
 func (a *aioContext) account(u *ioUnit, now sim.Time) {
 	j := a.j
-	if j.hist != nil {
+	if hist := u.file.hist; hist != nil {
 		switch {
 		case u.dir == blockdev.OpWrite:
 			j.r.integ.writeEnd(u.stamp, u.cb.Err == nil)
 		case u.cb.Err == nil:
-			j.r.integ.checkRead(j.hist, u.rc, u.off/blockdev.SectorSize, u.cb.Data, &j.res.Integrity)
+			j.r.integ.checkRead(hist, u.rc, u.off/blockdev.SectorSize, u.cb.Data, &j.res.Integrity)
 		}
 	}
 	if u.cb.Err != nil {
 		a.fail(u.cb.Err)
 		return
+	}
+	if h := j.r.opt.onIO; h != nil {
+		h(j.id, u.file.name, u.dir, u.off, u.bs)
 	}
 	if u.start >= a.statsFrom {
 		d := &j.res.Read
@@ -451,7 +466,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 			d.Lat.Record(int64(now - u.start))
 		}
 	}
-	io := ioReq{dir: u.dir, off: u.off - j.regionOff, bs: u.bs, check: u.check}
+	io := ioReq{dir: u.dir, file: u.file, off: u.off - u.file.regionOff, bs: u.bs, check: u.check}
 	if !j.completed(io, u.stamp, u.cb.Data) && a.stop == running {
 		a.stop = stopFailed
 	}
@@ -466,10 +481,11 @@ func (a *aioContext) fail(err error) {
 	a.j.fail(err)
 }
 
-// put returns a unit to the free list.
+// put returns a unit to the free list; its IO is over.
 func (a *aioContext) put(u *ioUnit) {
 	a.free = append(a.free, u)
 	a.curDepth--
+	a.j.ioEnded(u.file)
 }
 
 // bufferedSubmit is io_submit (or io_uring's submission) of an IO on a
@@ -477,7 +493,7 @@ func (a *aioContext) put(u *ioUnit) {
 // call (the read or write goes through the page cache, blocking as it
 // must), and its completion is ready when the call returns.
 func (a *aioContext) bufferedSubmit(t *sim.Task, u *ioUnit) error {
-	f := a.j.file
+	f := u.file.file
 	var err error
 	if u.dir == blockdev.OpRead {
 		var data *[]blockdev.StampRun

@@ -31,6 +31,8 @@ var comboOptions = [][]string{
 		"random_distribution=zoned:60/10:40/", "random_distribution=zoned_abs:70/64k:30/128k", "random_generator=lfsr", "ba=8k", "rw_sequencer=identical"},
 	{"", "runtime=3ms", "runtime=5ms\ntime_based", "ramp_time=1ms\nruntime=4ms\ntime_based"},
 	{"", "stonewall", "new_group", "exitall", "exitall\nexit_what=stonewall", "exitall\nexit_what=all", "filename=shared", "wait_for=j0", "group_reporting"},
+	{"", "nrfiles=3", "nrfiles=4\nfile_service_type=random:2", "nrfiles=2\nfile_service_type=sequential", "nrfiles=3\nopenfiles=1",
+		"nrfiles=5\nfile_service_type=zipf:1.1", "nrfiles=3\nfile_service_type=normal:30\nopenfiles=2", "nrfiles=2\nfilename_format=sh.$filenum"},
 }
 
 // TestRunOptionCombinations runs random combinations of the modelled

@@ -27,16 +27,16 @@ const goldenRatio64 = 0x61C8864680B583EB
 // zipfMaxGen caps the terms of zeta(n), as fio's ZIPF_MAX_GEN.
 const zipfMaxGen = 10000000
 
-// newOffsetGen returns the generator of s's distribution for dir, or nil
-// for the uniform distribution.
-func newOffsetGen(s *JobSpec, dir blockdev.Op, j *job) offsetGen {
+// newOffsetGen returns the generator of s's distribution for dir over a
+// region of regionLen bytes, or nil for the uniform distribution.
+func newOffsetGen(s *JobSpec, dir blockdev.Op, j *job, regionLen int64) offsetGen {
 	d := s.Distribution[dir]
 	if d.Kind == DistRandom || !s.RW.Random() {
 		return nil
 	}
 	unit := max(j.unit, 1)
 	bs := minBSDir(s, dir)
-	n := max((j.regionLen-bs)/unit+1, 1)
+	n := max((regionLen-bs)/unit+1, 1)
 	switch d.Kind {
 	case DistZipf, DistPareto:
 		var cache map[zetaKey]float64
@@ -223,6 +223,8 @@ func (g *zonedGen) reset() {}
 type lfsrGen struct {
 	n, mask, x, seed uint64
 	a, c             uint64
+	// steps counts the steps of the current pass, 0..mask.
+	steps uint64
 }
 
 func newLFSRGen(region, unit int64, rng *rand.Rand) *lfsrGen {
@@ -242,11 +244,35 @@ func newLFSRGen(region, unit int64, rng *rand.Rand) *lfsrGen {
 func (g *lfsrGen) next(limit int64) int64 {
 	lim := min(uint64(max(limit, 1)), g.n)
 	for {
-		g.x = (g.a*g.x + g.c) & g.mask
+		if g.steps > g.mask {
+			// The pass is over (the sequence is back at its seed): go on
+			// into the next.
+			g.steps = 0
+		}
+		g.step()
 		if g.x < lim {
 			return int64(g.x)
 		}
 	}
 }
 
-func (g *lfsrGen) reset() { g.x = g.seed }
+// tryNext is next within the current pass: false once the pass has been
+// through the whole range (fio's lfsr_next failing).
+func (g *lfsrGen) tryNext(limit int64) (int64, bool) {
+	lim := min(uint64(max(limit, 1)), g.n)
+	for g.steps <= g.mask {
+		g.step()
+		if g.x < lim {
+			return int64(g.x), true
+		}
+	}
+	return 0, false
+}
+
+// step moves to the sequence's next value; a pass is mask+1 steps.
+func (g *lfsrGen) step() {
+	g.x = (g.a*g.x + g.c) & g.mask
+	g.steps++
+}
+
+func (g *lfsrGen) reset() { g.x, g.steps = g.seed, 0 }

@@ -21,7 +21,9 @@
 // ba/blockalign, size (bytes or percent), filesize (a size or a range),
 // io_size/io_limit, number_ios, offset/fileoffset and offset_increment
 // (bytes or percent), fill_device/fill_fs, filename, directory,
-// filename_format, nrfiles=1, numjobs, thread, threads (fio's tiobench
+// filename_format, nrfiles/nr_files, openfiles, file_service_type
+// (roundrobin and random with :N, sequential, zipf, pareto, normal/gauss
+// with their parameter and center), numjobs, thread, threads (fio's tiobench
 // profile option, which fio ignores in job files), direct, buffered (to
 // reject it), runtime/timeout, time_based, ramp_time, startdelay (a time or
 // a range), loops, randseed, randrepeat, norandommap, percentage_random,
@@ -53,6 +55,31 @@
 // with verify, a verify phase that reads back what it wrote and checks it
 // (data are blksim's stamps, so the check is exact). Rates, thinktime,
 // exitall and the distributions follow fio's io_u.c and backend.c.
+//
+// A job with nrfiles=N has N files, named by filename_format ($filenum
+// 0..N-1; default jobname.jobnum.filenum) unless filename= names its one
+// file. size= is their total: each file gets size/N (the first files a
+// block more while what does not divide lasts), unless filesize= sizes
+// each file (a range draws a size per file); size then limits the bytes
+// of a loop to at most the files' total, and offset= applies in every
+// file. Before each IO the job chooses a file as file_service_type says
+// (fio io_u.c get_next_file): roundrobin (the default) takes the files in
+// turn, random draws one, each keeping it for :N IOs; sequential stays on
+// a file until it is done; zipf, pareto and normal draw from fio's
+// unhashed distributions over N<<10 values. A file is done when its region
+// is used up (the next sequential IO does not fit, or its random map or
+// lfsr pass is exhausted); the job then takes another, and the loop ends
+// when every file is done, or at its size, whichever is first (with
+// io_size the job goes over the files again; time_based starts a new
+// loop). With zipf, pareto and normal a used-up file starts over and the
+// loop ends by its size. openfiles=M lets at most M files be open: a file
+// opens when first chosen and closes when done and idle, and a choice of
+// an unopened file while M are open is retried, after a completion if IO
+// is in flight (fio's EBUSY). Every file has its own offsets, random map
+// and distribution; verify reads back each file's writes, file by file;
+// the atomicity oracle watches each file some job reads and some job
+// writes; end_fsync fsyncs every file; fsync=N fsyncs the file of the Nth
+// write (fio fsyncs the file it services next).
 //
 // A run is deterministic: the same stack, engine seed and jobs give the
 // same result.

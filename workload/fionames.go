@@ -99,8 +99,6 @@ var notModelledReasons = map[string]string{
 	"zonesize":              "zoned block devices are not modelled",
 	"zonerange":             "zoned block devices are not modelled",
 	"zoneskip":              "zoned block devices are not modelled",
-	"file_service_type":     "one file per job",
-	"openfiles":             "one file per job",
 	"flow":                  "fio's token-based flow control between jobs is not modelled",
 	"flow_id":               "fio's token-based flow control between jobs is not modelled",
 	"flow_sleep":            "fio's token-based flow control between jobs is not modelled",

@@ -385,7 +385,7 @@ func TestParseNewOptionErrors(t *testing.T) {
 		{"verify=pattern", ErrNotModelled, "verify", "stamps"},
 		{"kb_base=1001", ErrBadValue, "kb_base", "1024 or 1000"},
 		{"filesize=0", ErrBadValue, "filesize", "positive"},
-		{"nrfiles=2", ErrNotModelled, "nrfiles", "one file per job"},
+		{"nrfiles=2\nfill_device=1", ErrNotModelled, "nrfiles", "fill_device"},
 		{"directory=/a:/b", ErrNotModelled, "directory", "several directories"},
 		{"io_submit_mode=thread", ErrBadValue, "io_submit_mode", "offload"},
 		{"size=2z", ErrNotModelled, "size", "zones"},

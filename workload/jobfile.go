@@ -591,7 +591,7 @@ func (p *parser) applyAll(st *sectionState, opts []pendingOpt) (map[string]optPo
 }
 
 // checkJob checks what one option alone cannot: wait_for names an earlier
-// job, and the verify mode fits the job.
+// job, and fill_device has one file to fill.
 func (p *parser) checkJob(js *JobSpec, where map[string]optPos) *ParseError {
 	errAt := func(name string, err error) *ParseError {
 		pos, ok := where[name]
@@ -608,6 +608,9 @@ func (p *parser) checkJob(js *JobSpec, where map[string]optPos) *ParseError {
 			// fio: "waitee job X unknown" (it must be defined earlier).
 			return errAt("wait_for", badValue(w, "no job named %q before this one (fio: waitee job %s unknown)", w, w))
 		}
+	}
+	if js.FillDevice && nrFiles(js) > 1 {
+		return errAt("nrfiles", notModelled("nrfiles=%d with fill_device is not modelled by blksim (fio grows every file until the device is full; blksim lays files out before the job)", js.NrFiles))
 	}
 	return nil
 }

@@ -40,6 +40,8 @@ func FuzzParse(f *testing.F) {
 		"[j]\nnumjobs=$ncpus*2\nsize=$mb_memory/4m\nbs=$pagesize\niodepth=($ncpus)\nruntime=(1m+30s)\n",
 		"[j]\nsize=(1.5k)\noffset=(2^10%3)\nio_size=(-4+8)k\nfilename_format=$jobname.$jobnum\ndirectory=/d\n",
 		"[j]\ngtod_reduce=1\nclat_percentiles=1\ndisable_lat=0\nexitall_on_error\nclocksource=cpu\nbuffer_pattern='x'\nzero_buffers\nscramble_buffers=0\n",
+		"[j]\nnrfiles=4\nopenfiles=2\nfile_service_type=random:8\n[k]\nnr_files=3\nfile_service_type=zipf:1.2:0.5\nfilename_format=f.$filenum\n",
+		"[j]\nnrfiles=2\nfile_service_type=gauss:10\n[k]\nfile_service_type=sequential\nnrfiles=1k\nfill_device=1\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -208,5 +210,22 @@ func checkNewFields(t *testing.T, js JobSpec) {
 	case "", "tausworthe64", "lfsr":
 	default:
 		t.Fatalf("job %q random_generator %q", js.Name, js.RandomGenerator)
+	}
+	if js.NrFiles < 0 || js.NrFiles > maxNrFiles || js.OpenFiles < 0 || js.FillDevice && nrFiles(&js) > 1 {
+		t.Fatalf("job %q nrfiles %d openfiles %d fill_device %v", js.Name, js.NrFiles, js.OpenFiles, js.FillDevice)
+	}
+	switch fs := js.FileService; fs.Kind {
+	case FileServiceRoundRobin, FileServiceSequential, FileServiceRandom:
+		if fs.Switch < 0 || fs.Param != 0 || fs.HasCenter {
+			t.Fatalf("job %q file service %+v", js.Name, fs)
+		}
+	case FileServiceZipf, FileServicePareto, FileServiceNormal:
+		if fs.Switch != 0 || fs.Param < 0 || fs.HasCenter && (fs.Center < 0 || fs.Center > 1) ||
+			fs.Kind == FileServiceZipf && fs.Param == 1 || fs.Kind == FileServicePareto && (fs.Param <= 0 || fs.Param >= 1) ||
+			fs.Kind == FileServiceNormal && fs.Param >= 100 {
+			t.Fatalf("job %q file service %+v", js.Name, fs)
+		}
+	default:
+		t.Fatalf("job %q file service kind %v", js.Name, fs.Kind)
 	}
 }

@@ -83,6 +83,11 @@ type option struct {
 // maxJobs is fio's limit on the number of jobs (REAL_MAX_JOBS in fio.h).
 const maxJobs = 4096
 
+// maxNrFiles bounds nrfiles. fio takes any int; blksim keeps the state of
+// every file of every job in memory, and a million files per job is far
+// beyond what a simulated run can use.
+const maxNrFiles = 1 << 20
+
 // syncEngines are the synchronous IO engines blksim models. They issue one
 // IO at a time per job, so fio ignores iodepth for them.
 var syncEngines = map[string]bool{"psync": true, "sync": true, "pvsync": true}
@@ -230,12 +235,15 @@ var optionTable = []option{
 		js.FilenameFormat = v.Raw
 		return nil
 	}},
-	{name: "nrfiles", aliases: []string{"nr_files"}, kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
-		if v.Int > 1 {
-			return notModelled("nrfiles=%d is not modelled by blksim (one file per job)", v.Int)
-		}
+	{name: "nrfiles", aliases: []string{"nr_files"}, kind: kindInt, min: 0, max: maxNrFiles, set: func(js *JobSpec, v optionValue) error {
+		js.NrFiles = int(v.Int)
 		return nil
 	}},
+	{name: "openfiles", kind: kindInt, min: 0, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.OpenFiles = int(v.Int)
+		return nil
+	}},
+	{name: "file_service_type", kind: kindRaw, expectText: fileServiceExpect, set: setFileService},
 	{name: "numjobs", kind: kindInt, min: 1, max: maxJobs, set: func(js *JobSpec, v optionValue) error {
 		js.NumJobs = int(v.Int)
 		return nil
@@ -686,6 +694,7 @@ const (
 	bssplitExpect     = "SIZE/PERCENT entries separated by ':', such as 4k/60:64k/40, optionally a list per direction separated by ','"
 	rateExpect        = "a number (bytes or IOs per second) with an optional suffix, or comma-separated read,write values"
 	distExpect        = "random, zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]], zoned:ACCESS/RANGE:... or zoned_abs:ACCESS/SIZE:..."
+	fileServiceExpect = "roundrobin[:N], sequential, random[:N], zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]] or gauss[:deviation[:center]]"
 	verifyExpect      = "0, md5, crc64, crc32, crc32c, crc32c-intel, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or null"
 )
 
@@ -1040,27 +1049,10 @@ func setDistribution(js *JobSpec, v optionValue) error {
 		default:
 			d = Distribution{Kind: DistNormal}
 		}
-		if rest != "" {
-			p, c, hasC := strings.Cut(rest, ":")
-			f, ok := parseFloat(p)
-			if !ok {
-				return badValue(raw, "expected %s", distExpect)
-			}
-			d.Param = f
-			if hasC {
-				if d.Center, ok = parseFloat(c); !ok || d.Center > 1 {
-					return badValue(raw, "the distribution's center must be from 0 to 1")
-				}
-				d.HasCenter = true
-			}
-		}
-		switch {
-		case d.Kind == DistZipf && d.Param == 1:
-			return badValue(raw, "zipf theta must be different from 1.0")
-		case d.Kind == DistPareto && (d.Param <= 0 || d.Param >= 1):
-			return badValue(raw, "pareto input must be between 0 and 1 (exclusive)")
-		case d.Kind == DistNormal && d.Param >= 100:
-			return badValue(raw, "normal deviation must be from 0 to below 100")
+		var err error
+		d.Param, d.Center, d.HasCenter, err = parseDistParams(raw, kind, rest, d.Param, distExpect)
+		if err != nil {
+			return err
 		}
 		js.Distribution = [2]Distribution{d, d}
 		return nil
@@ -1093,6 +1085,87 @@ func setDistribution(js *JobSpec, v optionValue) error {
 		return notModelled("random_distribution=%s is not modelled by blksim", kind)
 	}
 	return badValue(raw, "expected %s", distExpect)
+}
+
+// parseDistParams parses the ":PARAM[:CENTER]" that follows zipf, pareto
+// and normal (rest, without the first colon; "" keeps param, the
+// default) and checks the values as fio does (options.c
+// split_parse_distr, str_random_distribution_cb, str_fst_cb). expect
+// describes the whole option for the error of a value that is not a
+// number.
+func parseDistParams(raw, kind, rest string, param float64, expect string) (p, center float64, hasCenter bool, err error) {
+	p = param
+	if rest != "" {
+		ps, cs, hasC := strings.Cut(rest, ":")
+		f, ok := parseFloat(ps)
+		if !ok {
+			return 0, 0, false, badValue(raw, "expected %s", expect)
+		}
+		p = f
+		if hasC {
+			if center, ok = parseFloat(cs); !ok || center > 1 {
+				return 0, 0, false, badValue(raw, "the distribution's center must be from 0 to 1")
+			}
+			hasCenter = true
+		}
+	}
+	switch {
+	case kind == "zipf" && p == 1:
+		return 0, 0, false, badValue(raw, "zipf theta must be different from 1.0")
+	case kind == "pareto" && (p <= 0 || p >= 1):
+		return 0, 0, false, badValue(raw, "pareto input must be between 0 and 1 (exclusive)")
+	case (kind == "normal" || kind == "gauss") && p >= 100:
+		return 0, 0, false, badValue(raw, "normal deviation must be from 0 to below 100")
+	}
+	return p, center, hasCenter, nil
+}
+
+// setFileService parses file_service_type= (fio options.c str_fst_cb):
+// roundrobin, sequential and random take ":N", the IOs to issue to a file
+// before choosing the next (fio reads it with atoi; blksim wants an
+// integer >= 1); zipf, pareto and normal (gauss) take their distribution's
+// parameter and center, as random_distribution= does.
+func setFileService(js *JobSpec, v optionValue) error {
+	raw := v.Raw
+	kind, rest, hasRest := strings.Cut(raw, ":")
+	fs := FileService{}
+	switch kind {
+	case "roundrobin", "sequential", "random":
+		switch kind {
+		case "sequential":
+			fs.Kind = FileServiceSequential
+		case "random":
+			fs.Kind = FileServiceRandom
+		}
+		if hasRest {
+			n, err := parseInteger(rest)
+			if err != nil || n < 1 || n > math.MaxInt32 {
+				return badValue(raw, "the :N of %s is the number of IOs to issue to a file before switching, an integer >= 1", kind)
+			}
+			fs.Switch = int(n)
+		}
+	case "zipf", "pareto", "normal", "gauss":
+		switch kind {
+		case "zipf":
+			fs.Kind, fs.Param = FileServiceZipf, defZipfTheta
+		case "pareto":
+			fs.Kind, fs.Param = FileServicePareto, defParetoH
+		default:
+			fs.Kind = FileServiceNormal
+		}
+		if hasRest && rest == "" {
+			return badValue(raw, "expected %s", fileServiceExpect)
+		}
+		var err error
+		fs.Param, fs.Center, fs.HasCenter, err = parseDistParams(raw, kind, rest, fs.Param, fileServiceExpect)
+		if err != nil {
+			return err
+		}
+	default:
+		return badValue(raw, "expected %s", fileServiceExpect)
+	}
+	js.FileService = fs
+	return nil
 }
 
 // parseZones parses one direction's zone list (fio zone_split_ddir).

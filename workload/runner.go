@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +29,12 @@ type RunOptions struct {
 	// JobResult.Integrity counts the torn and stale reads it found (see
 	// IntegrityStats). The oracle never changes the simulated run.
 	NoIntegrity bool
+
+	// onIO, if set, is called when each read or write of a job ends
+	// successfully (verify reads included), with the job's id, the file's
+	// name and the IO's direction, file offset and length. Tests use it to
+	// see where the IO went.
+	onIO func(job int, file string, dir blockdev.Op, off, n int64)
 }
 
 // ErrJob is wrapped by errors about a job that cannot run as specified.
@@ -67,32 +72,34 @@ const (
 
 // job is one clone of a JobSpec while it runs.
 type job struct {
-	r        *runState
-	spec     *JobSpec
-	id       int
-	clone    int // fio's subjob number: which of the spec's numjobs clones
-	group    int
-	fence    int    // the job starts when jobs[0:fence] have ended (stonewall)
-	waitFor  []*job // and when these have ended (wait_for)
-	fileName string
-	file     *fsmodel.File
-	rng      *rand.Rand
+	r       *runState
+	spec    *JobSpec
+	id      int
+	clone   int // fio's subjob number: which of the spec's numjobs clones
+	group   int
+	fence   int    // the job starts when jobs[0:fence] have ended (stonewall)
+	waitFor []*job // and when these have ended (wait_for)
+	// files are the job's files, in fio's file number order (one unless
+	// nrfiles); cur is the one its next IO goes to (always files[0] for
+	// a job with one file), and svc chooses it for a job with several.
+	files []*jobFile
+	cur   *jobFile
+	svc   fileService
+	rng   *rand.Rand
 	// aux draws what the original runner did not draw (block sizes from
 	// a range or split, distributions, delays, rate gaps), so that jobs
 	// without those options draw exactly as before.
-	aux  *rand.Rand
-	res  JobResult
-	rmap randomMap
-	seq  [2]int64 // next sequential offset per direction, in the region
+	aux *rand.Rand
+	res JobResult
 	// writesSinceSync counts writes since the last fsync=N/fdatasync=N.
 	writesSinceSync int
 	stamp           blockdev.Stamp
 
-	// The region of the file the job works on, how much one loop does,
-	// and the unit random offsets are multiples of.
-	regionOff, regionLen, ioLimit int64
-	unit                          int64
-	laidOut                       bool
+	// How much one loop does, and the unit random offsets are multiples
+	// of.
+	ioLimit int64
+	unit    int64
+	laidOut bool
 
 	// Set when the job starts.
 	statsFrom, deadline sim.Time
@@ -101,21 +108,15 @@ type job struct {
 
 	// Per loop: bytes and IOs counted against the loop's limits.
 	bytes, ios int64
-	// lastStart is the offset of the last IO per direction (for
-	// rw_sequencer=identical); seqLeft counts down the IOs to the next
-	// random offset of rw=randread:N.
-	lastStart [2]int64
-	seqLeft   int
-	dist      [2]offsetGen
+	// seqLeft counts down the IOs to the next random offset of
+	// rw=randread:N.
+	seqLeft int
 
 	rate    rateState
 	think   thinkState
 	verify  *verifyState
 	quiesce func() // waits for every IO in flight (async engines); nil for sync
 	data    []blockdev.StampRun
-	// hist is the oracle's history of the job's file, nil if the oracle
-	// does not watch it.
-	hist *fileHistory
 
 	// sleepUntil's state: the job's own wait queue, whether it sleeps,
 	// and which timer may wake it.
@@ -163,7 +164,8 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		}
 		for c := 0; c < s.NumJobs; c++ {
 			j := &job{r: r, spec: s, id: id, clone: c, group: group, fence: fence, waitFor: waitFor}
-			j.fileName = fileNameFor(s, c)
+			j.files = newJobFiles(s, c)
+			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
 				NoClatPercentiles: s.NoClatPercentiles}
@@ -182,6 +184,10 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			}
 			j.rng = rand.New(rand.NewPCG(seed, e.Seed()*0x9e3779b97f4a7c15+uint64(id)+1))
 			j.aux = rand.New(rand.NewPCG(seed^0xa0761d6478bd642f, e.Seed()*0xe7037ed1a0b428db+uint64(id)+1))
+			if j.multi() {
+				// fio's next_file_state: the file service's own stream.
+				j.svc.rng = rand.New(rand.NewPCG(seed^0xe7037ed1a0b428db, e.Seed()*0x8ebc6af09c88c6e3+uint64(id)+1))
+			}
 			j.stamp.Writer = uint32(id + 1)
 			r.jobs = append(r.jobs, j)
 			byName[s.Name] = append(byName[s.Name], j)
@@ -241,23 +247,6 @@ func (s *JobSpec) errorf(opt, format string, args ...any) error {
 	return fmt.Errorf("%s: option %q: %w: %s", where, opt, ErrJob, fmt.Sprintf(format, args...))
 }
 
-// fileNameFor returns the name of clone c's file: filename=, or fio's
-// filename_format (default $jobname.$jobnum.$filenum), in directory=.
-func fileNameFor(s *JobSpec, c int) string {
-	name := s.Filename
-	if name == "" {
-		if s.FilenameFormat == "" {
-			name = fmt.Sprintf("%s.%d.0", s.Name, c)
-		} else {
-			name = strings.NewReplacer("$jobname", s.Name, "$jobnum", strconv.Itoa(c), "$filenum", "0", "$clientuid", "").Replace(s.FilenameFormat)
-		}
-	}
-	if s.Directory != "" {
-		name = strings.TrimRight(s.Directory, "/") + "/" + name
-	}
-	return name
-}
-
 // Kernel limits on an asynchronous job's depth: fs.aio-max-nr's default
 // and io_uring's IORING_MAX_ENTRIES.
 const (
@@ -276,7 +265,9 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 	case (s.Fsync > 0 || s.Fdatasync > 0 || s.EndFsync) && !syncEngines[s.IOEngine]:
 		return at("fsync", "fsync with an async engine is not modelled (use psync)")
 	case strings.ContainsRune(s.Filename, ':'):
-		return at("filename", "several files per job (colon-separated) are not modelled yet")
+		return at("filename", "several files per job (colon-separated) are not modelled yet; use nrfiles= with filename_format=")
+	case s.FillDevice && nrFiles(s) > 1:
+		return at("nrfiles", "nrfiles=%d with fill_device is not modelled (fio grows every file until the device is full; blksim lays files out before the job)", s.NrFiles)
 	case s.TimeBased && s.Runtime <= 0:
 		return at("time_based", "time_based needs a runtime")
 	case asyncEngines[s.IOEngine] && s.IODepth < 1:
@@ -408,57 +399,88 @@ func alignUnit(s *JobSpec) int64 {
 	return u
 }
 
-// layout computes the job's region: where it starts in the file, how long
-// it is, and how much one loop transfers (fio filesetup.c: a new file is
-// laid out to offset + filesize, or offset + size).
+// layout computes the job's regions, one per file: where each starts in
+// its file, how long it is, and how much one loop transfers (fio
+// filesetup.c: a new file is laid out to offset + filesize, or offset +
+// size; with several files, size is their total, divided between them,
+// unless filesize gives each its own size).
 func (j *job) layout(devCap int64) error {
 	s := j.spec
-	fsz := s.FileSize[0]
-	if hi := s.FileSize[1]; hi > fsz {
-		// fio get_rand_file_size: a size in the range, a multiple of the
-		// largest block size.
-		fsz += randUpTo(j.aux, hi-fsz)
-		if m := maxBS(s); m > 0 && fsz >= m {
-			fsz -= fsz % m
-		}
-	}
-	base := fsz
-	if base == 0 {
-		base = devCap
-	}
+	j.ensureFiles()
 	unit := max(minBS(s), 1)
-	off := s.Offset
-	if s.OffsetPercent != 0 {
-		off = mulDiv(base, int64(s.OffsetPercent), 100) / unit * unit
+	var fileTotal int64
+	for _, f := range j.files {
+		fsz := s.FileSize[0]
+		if hi := s.FileSize[1]; hi > fsz {
+			// fio get_rand_file_size: a size in the range, a multiple of
+			// the largest block size; each file draws its own.
+			fsz += randUpTo(j.aux, hi-fsz)
+			if m := maxBS(s); m > 0 && fsz >= m {
+				fsz -= fsz % m
+			}
+		}
+		base := fsz
+		if base == 0 {
+			base = devCap
+		}
+		off := s.Offset
+		if s.OffsetPercent != 0 {
+			off = mulDiv(base, int64(s.OffsetPercent), 100) / unit * unit
+		}
+		inc := s.OffsetIncrement
+		if s.OffsetIncrementPercent != 0 {
+			inc = mulDiv(base, int64(s.OffsetIncrementPercent), 100) / unit * unit
+		}
+		if inc != 0 && int64(j.clone) > (1<<62)/inc {
+			return s.errorf("offset_increment", "offset %d * %d is beyond any device", inc, j.clone)
+		}
+		f.regionOff = off + inc*int64(j.clone)
+		f.regionLen = fsz
+		fileTotal += fsz
 	}
-	inc := s.OffsetIncrement
-	if s.OffsetIncrementPercent != 0 {
-		inc = mulDiv(base, int64(s.OffsetIncrementPercent), 100) / unit * unit
-	}
-	if inc != 0 && int64(j.clone) > (1<<62)/inc {
-		return s.errorf("offset_increment", "offset %d * %d is beyond any device", inc, j.clone)
-	}
-	off += inc * int64(j.clone)
 	size := s.Size
 	if s.SizePercent != 0 {
+		base := fileTotal
+		if base == 0 {
+			base = devCap
+		}
 		size = mulDiv(base, int64(s.SizePercent), 100) / unit * unit
 	}
 	if s.FillDevice {
 		size = 0
 	}
-	region := fsz
-	if region == 0 {
-		region = size
+	if fileTotal == 0 {
+		j.splitSize(size)
 	}
-	j.regionOff, j.regionLen = off, region
 	j.ioLimit = s.IOSize
-	if j.ioLimit == 0 {
+	switch {
+	case j.ioLimit != 0:
+	case !j.multi():
+		// One file: size may be more than the file (offsets wrap).
 		j.ioLimit = size
-	}
-	if j.ioLimit == 0 {
-		j.ioLimit = region
+		if j.ioLimit == 0 {
+			j.ioLimit = j.files[0].regionLen
+		}
+	default:
+		// fio setup_files: size is at most the files' total.
+		for _, f := range j.files {
+			j.ioLimit += f.regionLen
+		}
+		if size > 0 && size < j.ioLimit {
+			j.ioLimit = size
+		}
 	}
 	return nil
+}
+
+// ensureFiles gives a job made without Run (in tests) its files.
+func (j *job) ensureFiles() {
+	if j.files == nil {
+		j.files = newJobFiles(j.spec, j.clone)
+	}
+	if j.cur == nil {
+		j.cur = j.files[0]
+	}
 }
 
 // mulDiv returns a*b/c without overflowing for the sizes used here.
@@ -471,7 +493,7 @@ func mulDiv(a, b, c int64) int64 {
 	return int64(min(q, 1<<63-1))
 }
 
-// layoutFiles computes every job's region, sizes the files (a file shared
+// layoutFiles computes every job's regions, sizes the files (a file shared
 // by several jobs gets the largest size any of them asks for; a
 // fill_device job's file takes the space the others leave), checks the
 // regions and opens the files.
@@ -488,16 +510,18 @@ func (r *runState) layoutFiles(lbs int64) error {
 		if err := j.layout(devCap); err != nil {
 			return err
 		}
-		need := j.regionOff + j.regionLen
-		if j.spec.FillDevice {
-			need = 0
-		}
-		if q, ok := sizes[j.fileName]; ok {
-			q.size = max(q.size, need)
-			q.fill = q.fill || j.spec.FillDevice
-		} else {
-			sizes[j.fileName] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
-			order = append(order, j.fileName)
+		for _, f := range j.files {
+			need := f.regionOff + f.regionLen
+			if j.spec.FillDevice {
+				need = 0
+			}
+			if q, ok := sizes[f.name]; ok {
+				q.size = max(q.size, need)
+				q.fill = q.fill || j.spec.FillDevice
+			} else {
+				sizes[f.name] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
+				order = append(order, f.name)
+			}
 		}
 	}
 	// fill_device: the space the other files leave, in file order.
@@ -523,12 +547,14 @@ func (r *runState) layoutFiles(lbs int64) error {
 	for _, j := range r.jobs {
 		s := j.spec
 		if s.FillDevice {
-			j.regionLen = sizes[j.fileName].size - j.regionOff
+			// (A fill_device job has one file.)
+			f := j.files[0]
+			f.regionLen = sizes[f.name].size - f.regionOff
 			if m := maxBS(s); m > 0 {
-				j.regionLen -= j.regionLen % m
+				f.regionLen -= f.regionLen % m
 			}
 			if s.IOSize == 0 {
-				j.ioLimit = j.regionLen
+				j.ioLimit = f.regionLen
 			}
 		}
 		if err := j.checkRegion(lbs); err != nil {
@@ -557,7 +583,9 @@ func (r *runState) layoutFiles(lbs int64) error {
 		files[name] = f
 	}
 	for _, j := range r.jobs {
-		j.file = files[j.fileName]
+		for _, f := range j.files {
+			f.file = files[f.name]
+		}
 	}
 	if !r.opt.NoIntegrity {
 		r.watchFiles()
@@ -566,86 +594,108 @@ func (r *runState) layoutFiles(lbs int64) error {
 }
 
 // watchFiles turns the atomicity oracle on for every file that some job
-// reads and some job writes (verify reads count as reads).
+// reads and some job writes (verify reads count as reads), whichever of
+// their files the jobs name it as.
 func (r *runState) watchFiles() {
 	type use struct{ read, write bool }
 	uses := map[*fsmodel.File]*use{}
 	for _, j := range r.jobs {
-		u := uses[j.file]
-		if u == nil {
-			u = &use{}
-			uses[j.file] = u
+		for _, f := range j.files {
+			u := uses[f.file]
+			if u == nil {
+				u = &use{}
+				uses[f.file] = u
+			}
+			u.read = u.read || usesDir(j.spec, blockdev.OpRead)
+			u.write = u.write || usesDir(j.spec, blockdev.OpWrite)
 		}
-		u.read = u.read || usesDir(j.spec, blockdev.OpRead)
-		u.write = u.write || usesDir(j.spec, blockdev.OpWrite)
 	}
 	hists := map[*fsmodel.File]*fileHistory{}
 	for _, j := range r.jobs {
-		if u := uses[j.file]; !u.read || !u.write {
-			continue
+		for _, f := range j.files {
+			if u := uses[f.file]; !u.read || !u.write {
+				continue
+			}
+			if r.integ == nil {
+				r.integ = newOracle(len(r.jobs))
+			}
+			h := hists[f.file]
+			if h == nil {
+				h = r.integ.watch()
+				hists[f.file] = h
+			}
+			f.hist = h
+			j.res.Integrity.On = true
 		}
-		if r.integ == nil {
-			r.integ = newOracle(len(r.jobs))
-		}
-		h := hists[j.file]
-		if h == nil {
-			h = r.integ.watch()
-			hists[j.file] = h
-		}
-		j.hist = h
-		j.res.Integrity.On = true
 	}
 }
 
 // checkRegion rejects a region the job's IO does not fit.
 func (j *job) checkRegion(lbs int64) error {
 	s := j.spec
-	switch {
-	case j.regionLen <= 0 && s.FillDevice:
-		return s.errorf("fill_device", "no space is left on the device past offset %d", j.regionOff)
-	case j.regionLen <= 0 && s.FileSize[1] == 0 && s.Size == 0 && s.SizePercent == 0:
-		return s.errorf("size", "size= is required (blksim has no existing files to size the job from)")
-	case j.regionOff < 0:
-		return s.errorf("offset", "offset %d is negative", j.regionOff)
-	case j.regionOff%lbs != 0:
-		return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", j.regionOff, lbs)
-	}
-	for d := range 2 {
-		if !usesDir(s, blockdev.Op(d)) {
-			continue
+	for _, f := range j.files {
+		switch {
+		case f.regionLen <= 0 && s.FillDevice:
+			return s.errorf("fill_device", "no space is left on the device past offset %d", f.regionOff)
+		case f.regionLen <= 0 && s.FileSize[1] == 0 && s.Size == 0 && s.SizePercent == 0:
+			return s.errorf("size", "size= is required (blksim has no existing files to size the job from)")
+		case f.regionOff < 0:
+			return s.errorf("offset", "offset %d is negative", f.regionOff)
+		case f.regionOff%lbs != 0:
+			return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", f.regionOff, lbs)
+		case j.multi() && s.SeqAdd < 0 && f.regionLen%lbs != 0:
+			// Backward steps wrap to the region's end (fio does the same
+			// and fails the IO with EINVAL).
+			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), not aligned to the device's %d-byte logical block size (EINVAL)", f.name, f.regionLen, len(j.files), lbs)
 		}
-		// Fix (tests): the larger block size of a mixed job must fit too;
-		// a random job panicked (Int64N of a negative limit) and a
-		// sequential one failed every IO beyond the end of the file.
-		if bs := maxBSDir(s, blockdev.Op(d)); j.regionLen < bs {
-			opt := "size"
-			if s.FileSize[1] > 0 {
-				opt = "filesize"
+		for d := range 2 {
+			if !usesDir(s, blockdev.Op(d)) {
+				continue
 			}
-			return s.errorf(opt, "size %d is smaller than the block size %d", j.regionLen, bs)
+			// Fix (tests): the larger block size of a mixed job must fit
+			// too; a random job panicked (Int64N of a negative limit) and
+			// a sequential one failed every IO beyond the end of the file.
+			bs := maxBSDir(s, blockdev.Op(d))
+			switch {
+			case f.regionLen >= bs:
+			case j.multi() && s.FileSize[1] == 0:
+				return s.errorf("nrfiles", "nrfiles=%d divides size into files of %d bytes (file %q), smaller than the block size %d", len(j.files), f.regionLen, f.name, bs)
+			case s.FileSize[1] > 0:
+				return s.errorf("filesize", "size %d is smaller than the block size %d", f.regionLen, bs)
+			default:
+				return s.errorf("size", "size %d is smaller than the block size %d", f.regionLen, bs)
+			}
 		}
 	}
 	return nil
 }
 
-// setUp prepares the job's generators once its region is known.
+// setUp prepares the job's generators once its regions are known.
 func (j *job) setUp() {
 	s := j.spec
 	j.unit = alignUnit(s)
 	j.laidOut = true
-	for d := range 2 {
-		j.dist[d] = newOffsetGen(s, blockdev.Op(d), j)
-	}
-	if s.RandomGenerator == "lfsr" && s.RW.Random() {
+	for _, f := range j.files {
 		for d := range 2 {
-			if j.dist[d] == nil {
-				j.dist[d] = newLFSRGen(j.regionLen, j.unit, j.aux)
+			f.dist[d] = newOffsetGen(s, blockdev.Op(d), j, f.regionLen)
+		}
+		if s.RandomGenerator == "lfsr" && s.RW.Random() {
+			for d := range 2 {
+				if f.dist[d] == nil {
+					f.dist[d] = newLFSRGen(f.regionLen, j.unit, j.aux)
+				}
 			}
 		}
+		if s.RW.Random() && !s.NoRandomMap && (f.dist[0] == nil || f.dist[1] == nil) {
+			// The random map is a bit per block: only jobs that use it.
+			f.rmap.init(f.regionLen / minBS(s))
+		}
 	}
-	if s.RW.Random() && !s.NoRandomMap && (j.dist[0] == nil || j.dist[1] == nil) {
-		// The random map is a bit per block: only jobs that use it.
-		j.rmap.init(j.regionLen / minBS(s))
+	if j.multi() {
+		if j.svc.rng == nil {
+			j.svc.rng = rand.New(rand.NewPCG(uint64(j.id), 0x5eed))
+		}
+		j.svc.init(s, len(j.files), j.svc.rng)
 	}
 	j.seqLeft = max(s.SeqNr, 1)
 	j.rate.init(s)
@@ -661,7 +711,8 @@ func (j *job) ensureLayout() {
 		return
 	}
 	j.laidOut = true
-	j.regionLen = j.spec.Size
+	j.ensureFiles()
+	j.cur.regionLen = j.spec.Size
 	j.ioLimit = j.spec.Size
 	j.unit = alignUnit(j.spec)
 	j.seqLeft = max(j.spec.SeqNr, 1)
@@ -688,13 +739,20 @@ func (j *job) run(t *sim.Task) {
 	start, ok := j.waitToStart(t)
 	if ok {
 		if !j.spec.Direct && j.spec.Invalidate {
-			j.file.Invalidate()
+			// fio drops each file's cached pages when it opens it.
+			for _, f := range j.files {
+				f.file.Invalidate()
+			}
 		}
 		j.begin(start)
 		j.loops(t, j.syncPhase)
 		if j.spec.EndFsync && j.res.Error == 0 {
-			if err := j.file.Fsync(t); err != nil {
-				j.fail(err)
+			// fio fsyncs every file of the job (backend.c do_io).
+			for _, f := range j.files {
+				if err := f.file.Fsync(t); err != nil {
+					j.fail(err)
+					break
+				}
 			}
 		}
 		j.failVerify()
@@ -741,19 +799,12 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 	}
 }
 
-// newLoop resets what fio resets between loops: file positions, the
-// random map and the loop's counters.
+// newLoop resets what fio resets between loops: file positions, random
+// maps and generators, which files are done, and the loop's counters.
 func (j *job) newLoop() {
-	j.seq = [2]int64{}
-	j.lastStart = [2]int64{}
-	j.rmap.clear()
+	j.resetFiles()
 	j.bytes, j.ios = 0, 0
 	j.seqLeft = max(j.spec.SeqNr, 1)
-	for _, g := range j.dist {
-		if g != nil {
-			g.reset()
-		}
-	}
 }
 
 // checkStop returns why the current phase must end at now, or running.
@@ -778,14 +829,17 @@ func (j *job) checkStop(now sim.Time) stopReason {
 // ioReq is one IO a job issues.
 type ioReq struct {
 	dir   blockdev.Op
-	off   int64 // in the region
+	file  *jobFile
+	off   int64 // in the file's region
 	bs    int64
 	check verifyCheck
 }
 
-// next returns the job's next IO: a verify read, or a direction, block
-// size and offset from the job's options. It may sleep to keep the job's
-// rate; ok is false when the phase ends instead (its reason in *stop).
+// next returns the job's next IO: a verify read, or a file, direction,
+// block size and offset from the job's options. It may sleep to keep the
+// job's rate; ok is false when the phase ends instead (its reason in
+// *stop), or when the file to use cannot be opened yet (openfiles; *stop
+// is then running and the caller tries again).
 func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 	if v := j.verify; v != nil {
 		if v.inPhase {
@@ -796,6 +850,13 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 		}
 		if io, ok := v.nextBacklogRead(); ok {
 			return io, true
+		}
+	}
+	if j.multi() {
+		// fio chooses the file first (io_u.c get_io_u, set_io_u_file).
+		if r := j.pickFile(); r != picked {
+			*stop = pickStop(r)
+			return io, false
 		}
 	}
 	dir := j.pickDir()
@@ -809,10 +870,23 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 		}
 	}
 	bs := j.pickBS(dir)
-	if j.rate.on {
-		j.rateIssue(dir, bs)
+	var off int64
+	if j.multi() {
+		var r pickResult
+		if off, r = j.nextFileOffset(dir, bs); r != picked {
+			*stop = pickStop(r)
+			return io, false
+		}
+		if j.rate.on {
+			j.rateIssue(dir, bs)
+		}
+	} else {
+		if j.rate.on {
+			j.rateIssue(dir, bs)
+		}
+		off = j.nextOffset(dir, bs)
 	}
-	io = ioReq{dir: dir, off: j.nextOffset(dir, bs), bs: bs}
+	io = ioReq{dir: dir, file: j.cur, off: off, bs: bs}
 	if dir == blockdev.OpRead && j.verify != nil && j.verify.checkReads {
 		io.check = checkWritten
 	}
@@ -830,52 +904,60 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		var stop stopReason
 		io, ok := j.next(t, &stop)
 		if !ok {
+			if stop == running {
+				// openfiles: with nothing in flight, fio just tries again.
+				continue
+			}
 			return stop
 		}
 		// Charged CPU time (the last call's syscall exit, fio's own work)
 		// runs before this IO starts.
 		begin := t.Now() + sim.Time(t.Owed())
 		var err error
-		off := j.regionOff + io.off
+		f := io.file
+		off := f.regionOff + io.off
 		if io.dir == blockdev.OpRead {
 			var data *[]blockdev.StampRun
-			if io.check != checkNone || j.hist != nil {
+			if io.check != checkNone || f.hist != nil {
 				j.data = j.data[:0]
 				data = &j.data
 			}
 			var rc uint64
-			if j.hist != nil {
+			if f.hist != nil {
 				rc = j.r.integ.readStart()
 			}
 			if j.spec.Direct {
-				err = j.file.DirectRead(t, off, io.bs, data)
+				err = f.file.DirectRead(t, off, io.bs, data)
 			} else {
-				err = j.file.BufferedRead(t, off, io.bs, data)
+				err = f.file.BufferedRead(t, off, io.bs, data)
 			}
-			if err == nil && j.hist != nil {
-				j.r.integ.checkRead(j.hist, rc, off/blockdev.SectorSize, j.data, &j.res.Integrity)
+			if err == nil && f.hist != nil {
+				j.r.integ.checkRead(f.hist, rc, off/blockdev.SectorSize, j.data, &j.res.Integrity)
 			}
 		} else {
 			j.stamp.Seq++
-			if j.hist != nil {
-				j.r.integ.writeStart(j.hist, j.stamp, off, io.bs)
+			if f.hist != nil {
+				j.r.integ.writeStart(f.hist, j.stamp, off, io.bs)
 			}
 			if j.spec.Direct {
-				err = j.file.DirectWrite(t, off, io.bs, j.stamp)
+				err = f.file.DirectWrite(t, off, io.bs, j.stamp)
 			} else {
-				err = j.file.BufferedWrite(t, off, io.bs, j.stamp)
+				err = f.file.BufferedWrite(t, off, io.bs, j.stamp)
 			}
-			if j.hist != nil {
+			if f.hist != nil {
 				j.r.integ.writeEnd(j.stamp, err == nil)
 			}
 			if err == nil {
-				err = j.fsyncEvery(t)
+				err = j.fsyncEvery(t, f.file)
 			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
 		if err != nil {
 			j.fail(err)
 			return stopFailed
+		}
+		if h := opt.onIO; h != nil {
+			h(j.id, f.name, io.dir, off, io.bs)
 		}
 		if begin >= j.statsFrom {
 			d := &j.res.Read
@@ -923,7 +1005,7 @@ func (j *job) completed(io ioReq, stamp blockdev.Stamp, data []blockdev.StampRun
 		return true
 	}
 	if io.dir == blockdev.OpWrite {
-		v.logWrite(j.regionOff+io.off, io.bs, stamp)
+		v.logWrite(io.file, io.file.regionOff+io.off, io.bs, stamp)
 		return true
 	}
 	if io.check != checkNone {
@@ -997,18 +1079,33 @@ func (j *job) pickBS(dir blockdev.Op) int64 {
 	return s.BS[dir]
 }
 
-// nextOffset returns the next offset in the region for an IO of bs bytes
-// in direction dir: sequential per direction (with rw=MODE:N's holes or
+// nextOffset returns the next offset in the current file's region for an
+// IO of bs bytes in direction dir (offsetIn, for a job with one file).
+func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
+	j.ensureLayout()
+	off, _ := j.offsetIn(j.cur, dir, bs, false)
+	return off
+}
+
+// offsetIn returns the next offset in f's region for an IO of bs bytes in
+// direction dir: sequential per direction (with rw=MODE:N's holes or
 // backward steps), or random over the region, aligned to the job's unit,
 // from the job's distribution. Uniform random offsets visit every block
 // once per pass as fio's random map does, unless norandommap. A random
 // job's rw=MODE:N and percentage_random make some IOs follow on from the
 // previous one instead.
-func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
+//
+// With finite false a used-up region starts over (a sequential one wraps,
+// a random map or lfsr starts a new pass) and ok is always true. With
+// finite true (a job with several files) ok is false instead when the next
+// sequential IO does not fit or, unless the job is time based or its file
+// service non-uniform (where fio starts the file over), when the random
+// map or lfsr pass is exhausted: fio's get_next_offset failing, which
+// makes the file done.
+func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off int64, ok bool) {
 	s := j.spec
-	j.ensureLayout()
 	if !s.RW.Random() {
-		return j.nextSeq(dir, bs)
+		return j.nextSeq(f, dir, bs, finite)
 	}
 	random := true
 	if s.SeqNr > 1 {
@@ -1023,60 +1120,75 @@ func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
 		// fio should_do_random: v = rand_between(1, 100); v <= perc_rand.
 		random = j.aux.IntN(100)+1 <= 100-s.PercentSequential[dir]
 	}
-	var off int64
 	switch {
 	case !random && s.RWSequencerIdentical:
-		off = j.lastStart[dir]
-		if off+bs > j.regionLen {
+		off = f.lastStart[dir]
+		if off+bs > f.regionLen {
 			off = 0
 		}
 	case !random:
-		off = j.nextSeq(dir, bs)
+		off, _ = j.nextSeq(f, dir, bs, false)
 	default:
 		unit := j.unit
-		blocks := (j.regionLen - bs) / unit
+		blocks := (f.regionLen - bs) / unit
+		exhaust := finite && !s.TimeBased && !s.FileService.Kind.NonUniform()
 		var b int64
-		switch g := j.dist[dir]; {
+		switch g := f.dist[dir]; {
 		case g != nil:
-			b = g.next(blocks + 1)
+			lg, isLFSR := g.(*lfsrGen)
+			if exhaust && isLFSR {
+				if b, ok = lg.tryNext(blocks + 1); !ok {
+					return 0, false
+				}
+			} else {
+				b = g.next(blocks + 1)
+			}
 		case s.NoRandomMap:
 			b = j.rng.Int64N(blocks + 1)
+		case exhaust:
+			if b, ok = f.rmap.tryNext(j.rng, blocks+1); !ok {
+				return 0, false
+			}
 		default:
-			b = j.rmap.next(j.rng, blocks+1)
+			b = f.rmap.next(j.rng, blocks+1)
 		}
 		off = b * unit
 		if a := s.BlockAlign[dir]; a > unit {
 			off -= off % a
 		}
 		if s.SeqNr > 1 || s.PercentSequential[dir] > 0 {
-			j.seq[dir] = off + bs
+			f.seq[dir] = off + bs
 		}
 	}
-	j.lastStart[dir] = off
-	return off
+	f.lastStart[dir] = off
+	return off, true
 }
 
-// nextSeq returns the next sequential offset for dir: the end of the
+// nextSeq returns the next sequential offset in f for dir: the end of the
 // direction's previous IO, plus rw=MODE:N's step (fio io_u.c
 // get_next_seq_offset), wrapping at the region's end (to the end, for
-// backward steps).
-func (j *job) nextSeq(dir blockdev.Op, bs int64) int64 {
-	pos := j.seq[dir]
+// backward steps). An IO that does not fit before the region's end starts
+// over at 0, or, with finite, fails (ok false).
+func (j *job) nextSeq(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off int64, ok bool) {
+	pos := f.seq[dir]
 	if add := j.spec.SeqAdd; add != 0 && pos != 0 {
 		pos += add
-		if pos < 0 || pos >= j.regionLen {
+		if pos < 0 || pos >= f.regionLen {
 			if add > 0 {
 				pos = 0
 			} else {
-				pos = j.regionLen + add
+				pos = f.regionLen + add
 			}
 		}
 	}
-	if pos < 0 || pos+bs > j.regionLen {
+	if pos < 0 || pos+bs > f.regionLen {
+		if finite {
+			return 0, false
+		}
 		pos = 0
 	}
-	j.seq[dir] = pos + bs
-	return pos
+	f.seq[dir] = pos + bs
+	return pos, true
 }
 
 // errnoOf returns the errno inside err (EIO if none).
@@ -1114,9 +1226,9 @@ func (m *randomMap) clear() {
 	m.used = 0
 }
 
-// next returns a block in [0, limit) not yet visited in this pass.
+// next returns a block in [0, limit) not yet visited in this pass,
+// starting a new pass when there is none.
 func (m *randomMap) next(rng *rand.Rand, limit int64) int64 {
-	limit = min(limit, m.n)
 	// Fix (tests): the pass is over when every block is visited; used
 	// also counts blocks at or above a smaller limit, so used >= limit
 	// started a new pass while blocks below limit were still free. A full
@@ -1125,13 +1237,33 @@ func (m *randomMap) next(rng *rand.Rand, limit int64) int64 {
 		clear(m.bits)
 		m.used = 0
 	}
+	if b, ok := m.tryNext(rng, limit); ok {
+		return b
+	}
+	// every block below limit is visited (blocks above limit may not be):
+	clear(m.bits)
+	m.used = 0
+	b := rng.Int64N(min(limit, m.n))
+	m.bits[b/64] |= 1 << (b % 64)
+	m.used = 1
+	return b
+}
+
+// tryNext returns a block in [0, limit) not yet visited in this pass, as
+// next does, or false when every block below limit is visited (fio's
+// axmap_next_free finding none).
+func (m *randomMap) tryNext(rng *rand.Rand, limit int64) (int64, bool) {
+	limit = min(limit, m.n)
+	if m.used >= m.n {
+		return 0, false
+	}
 	b := rng.Int64N(limit)
 	for i := int64(0); i < limit; {
 		w := m.bits[b/64] >> (b % 64)
 		if w&1 == 0 {
 			m.bits[b/64] |= 1 << (b % 64)
 			m.used++
-			return b
+			return b, true
 		}
 		// skip the run of visited blocks in this word
 		skip := int64(bits.TrailingZeros64(^w))
@@ -1149,13 +1281,7 @@ func (m *randomMap) next(rng *rand.Rand, limit int64) int64 {
 			b = 0
 		}
 	}
-	// every block below limit is visited (blocks above limit may not be):
-	clear(m.bits)
-	m.used = 0
-	b = rng.Int64N(limit)
-	m.bits[b/64] |= 1 << (b % 64)
-	m.used = 1
-	return b
+	return 0, false
 }
 
 // groupResults builds the reporting groups; group_reporting merges the
@@ -1198,9 +1324,10 @@ func groupResults(jobs []*job) []GroupResult {
 	return groups
 }
 
-// fsyncEvery issues the fsync (fdatasync) that fsync=N (fdatasync=N) asks
-// for after every N writes.
-func (j *job) fsyncEvery(t *sim.Task) error {
+// fsyncEvery issues the fsync (fdatasync) of file f that fsync=N
+// (fdatasync=N) asks for after every N writes, f being the file of the
+// write that made N.
+func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File) error {
 	s := j.spec
 	if s.Fsync == 0 && s.Fdatasync == 0 {
 		return nil
@@ -1214,5 +1341,5 @@ func (j *job) fsyncEvery(t *sim.Task) error {
 		return nil
 	}
 	j.writesSinceSync = 0
-	return j.file.Fsync(t)
+	return f.Fsync(t)
 }

@@ -242,7 +242,8 @@ func TestRandomMapMixedLimits(t *testing.T) {
 // newTestJob returns a job for spec as Run sets it up, without a file.
 func newTestJob(spec JobSpec, seed uint64) *job {
 	j := &job{spec: &spec, rng: rand.New(rand.NewPCG(seed, 3))}
-	j.rmap.init(spec.Size / minBS(&spec))
+	j.ensureFiles()
+	j.cur.rmap.init(spec.Size / minBS(&spec))
 	return j
 }
 

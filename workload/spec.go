@@ -164,6 +164,20 @@ type JobSpec struct {
 	// FilenameFormat is fio's filename_format= for jobs without filename=;
 	// "" is fio's default "$jobname.$jobnum.$filenum".
 	FilenameFormat string
+	// NrFiles is fio's nrfiles= (nr_files): how many files the job spreads
+	// its IO over, named by FilenameFormat with $filenum 0, 1, ...; 0
+	// means 1. Size is the total of the files (each gets Size/NrFiles, the
+	// first ones a block more when it does not divide), unless FileSize
+	// gives each its own size. A job with filename= has that one file and
+	// ignores NrFiles, as fio does.
+	NrFiles int
+	// OpenFiles is fio's openfiles=: how many of the job's files may be
+	// open at once (a file is opened when first serviced and closed when
+	// the job is done with it); 0, or more than NrFiles, means all.
+	OpenFiles int
+	// FileService is fio's file_service_type=: which of the job's files
+	// the next IO goes to. The zero value is fio's default, roundrobin.
+	FileService FileService
 	// SizePercent is size= given as a percentage (1..100) of the file's
 	// size (FileSize when given, else the device's capacity); Size is then
 	// 0.
@@ -312,6 +326,61 @@ type JobSpec struct {
 type BSSplitEntry struct {
 	BS      int64
 	Percent int
+}
+
+// FileServiceKind is the kind of a file_service_type=.
+type FileServiceKind int
+
+const (
+	// FileServiceRoundRobin takes the job's files in turn (fio's default,
+	// roundrobin).
+	FileServiceRoundRobin FileServiceKind = iota
+	// FileServiceSequential finishes a file before moving on to the next
+	// (sequential).
+	FileServiceSequential
+	// FileServiceRandom picks a file uniformly at random (random).
+	FileServiceRandom
+	// FileServiceZipf picks a file from a zipf distribution (zipf).
+	FileServiceZipf
+	// FileServicePareto picks a file from a pareto distribution (pareto).
+	FileServicePareto
+	// FileServiceNormal picks a file from fio's normal distribution
+	// (normal, or its alias gauss).
+	FileServiceNormal
+)
+
+var fileServiceNames = [...]string{"roundrobin", "sequential", "random", "zipf", "pareto", "normal"}
+
+// String returns fio's name of k.
+func (k FileServiceKind) String() string {
+	if k >= 0 && int(k) < len(fileServiceNames) {
+		return fileServiceNames[k]
+	}
+	return fmt.Sprintf("FileServiceKind(%d)", int(k))
+}
+
+// NonUniform reports whether k draws files from a skewed distribution.
+// fio never finishes with a file then: a file whose region is used up
+// starts over (io_u.c set_io_u_file), and the job ends by its size.
+func (k FileServiceKind) NonUniform() bool {
+	return k == FileServiceZipf || k == FileServicePareto || k == FileServiceNormal
+}
+
+// FileService is a file_service_type=.
+type FileService struct {
+	// Kind is how the next file is chosen.
+	Kind FileServiceKind
+	// Switch is the :N of roundrobin and random: how many IOs go to a file
+	// before the next one is chosen; 0 means 1. sequential accepts it and,
+	// as in fio, stays on a file until it is done whatever it says.
+	Switch int
+	// Param is zipf's theta (default 1.1), pareto's h (default 0.2) or
+	// normal's deviation as a percentage of the files (default 0); Center,
+	// when HasCenter, moves the most likely file to that fraction (0..1)
+	// of the files.
+	Param     float64
+	Center    float64
+	HasCenter bool
 }
 
 // DistKind is the kind of a random_distribution=.

@@ -41,6 +41,7 @@ type writeRec struct {
 
 // piece is a logged write (fio's io_piece).
 type piece struct {
+	file   *jobFile
 	off, n int64 // in the file
 }
 
@@ -51,11 +52,11 @@ type verifyState struct {
 	logs bool
 	// checkReads: the job checks every read against the register.
 	checkReads bool
-	// expect holds the stamp this job last wrote to each sector of its
-	// file, indexed by file sector.
-	expect  *blockdev.StampMap
+	// own: the job checks what it reads back against its own last writes
+	// (each file's jobFile.expect).
+	own     bool
 	pending []piece // logged, not yet verified
-	queue   []piece // the verify phase's reads, in offset order
+	queue   []piece // the verify phase's reads, in file and offset order
 	inPhase bool
 	// backlog: reads left in the current verify_backlog batch.
 	batch       int64
@@ -72,7 +73,17 @@ func newVerifyState(j *job) *verifyState {
 	if s.RW.HasWrite() {
 		v.logs = true
 		if !s.VerifyOnly && verifies(s) {
-			v.expect = blockdev.NewStampMap()
+			v.own = true
+			// One map per file, shared by the job's names for it.
+			maps := map[*fsmodel.File]*blockdev.StampMap{}
+			for _, f := range j.files {
+				m := maps[f.file]
+				if m == nil || f.file == nil {
+					m = blockdev.NewStampMap()
+					maps[f.file] = m
+				}
+				f.expect = m
+			}
 		}
 	} else {
 		v.checkReads = s.Verify != "null"
@@ -89,25 +100,25 @@ func newVerifyState(j *job) *verifyState {
 	return v
 }
 
-// logWrite records a completed write of n bytes at file offset off with
-// stamp st.
-func (v *verifyState) logWrite(off, n int64, st blockdev.Stamp) {
+// logWrite records a completed write of n bytes at offset off of file f
+// with stamp st.
+func (v *verifyState) logWrite(f *jobFile, off, n int64, st blockdev.Stamp) {
 	v.lastWasRead = false
 	if !v.logs {
 		return
 	}
 	j := v.j
 	if r := j.r; r != nil && r.written != nil && j.spec.Verify != "null" {
-		r.written[st] = writeRec{file: j.file, off: off, n: n, mode: j.spec.Verify}
+		r.written[st] = writeRec{file: f.file, off: off, n: n, mode: j.spec.Verify}
 	}
-	if v.expect != nil {
-		v.expect.Write(off/blockdev.SectorSize, n/blockdev.SectorSize, st)
+	if f.expect != nil {
+		f.expect.Write(off/blockdev.SectorSize, n/blockdev.SectorSize, st)
 	}
 	if s := j.spec; s.NoDoVerify && s.VerifyBacklog == 0 {
 		// No verify phase and no backlog: nothing reads the log.
 		return
 	}
-	v.pending = append(v.pending, piece{off, n})
+	v.pending = append(v.pending, piece{f, off, n})
 }
 
 // nextBacklogRead returns a verify read of the oldest logged write when a
@@ -138,11 +149,11 @@ func (v *verifyState) readOf(p piece) ioReq {
 	switch {
 	case v.j.spec.Verify == "null":
 		c = checkNone
-	case v.expect == nil:
+	case !v.own:
 		c = checkWritten
 	}
 	v.lastWasRead = true
-	return ioReq{dir: blockdev.OpRead, off: p.off - v.j.regionOff, bs: p.n, check: c}
+	return ioReq{dir: blockdev.OpRead, file: p.file, off: p.off - p.file.regionOff, bs: p.n, check: c}
 }
 
 // phaseDue reports whether a verify phase has anything to read back.
@@ -151,12 +162,14 @@ func (v *verifyState) phaseDue() bool {
 	return v.logs && !s.NoDoVerify && len(v.pending) > 0
 }
 
-// startPhase begins the verify phase: the logged writes, in offset order,
-// each place once.
+// startPhase begins the verify phase: the logged writes, in file and
+// offset order (fio's io_piece tree), each place once.
 func (v *verifyState) startPhase() {
 	q := slices.Clone(v.pending)
 	v.pending = v.pending[:0]
-	slices.SortStableFunc(q, func(a, b piece) int { return cmp.Compare(a.off, b.off) })
+	slices.SortStableFunc(q, func(a, b piece) int {
+		return cmp.Or(cmp.Compare(a.file.num, b.file.num), cmp.Compare(a.off, b.off))
+	})
 	q = slices.CompactFunc(q, func(a, b piece) bool { return a == b })
 	v.queue = q
 	v.inPhase = true
@@ -186,28 +199,28 @@ func (v *verifyState) failed() bool { return v.failures > 0 }
 
 // check checks what a read found.
 func (v *verifyState) check(io ioReq, data []blockdev.StampRun) {
-	j := v.j
-	off := j.regionOff + io.off
+	f := io.file
+	off := f.regionOff + io.off
 	var msg string
 	switch io.check {
 	case checkOwn:
-		v.want = v.expect.Read(v.want[:0], off/blockdev.SectorSize, io.bs/blockdev.SectorSize)
+		v.want = f.expect.Read(v.want[:0], off/blockdev.SectorSize, io.bs/blockdev.SectorSize)
 		msg = compareRuns(v.want, data)
 	case checkWritten:
-		msg = v.checkRegister(off, io.bs, data)
+		msg = v.checkRegister(f, off, io.bs, data)
 	}
 	if msg == "" {
 		return
 	}
 	v.failures++
 	if v.first == "" {
-		v.first = fmt.Sprintf("verify: bad block at offset %d, length %d, of file %s: %s", off, io.bs, j.fileName, msg)
+		v.first = fmt.Sprintf("verify: bad block at offset %d, length %d, of file %s: %s", off, io.bs, f.name, msg)
 	}
 }
 
-// checkRegister checks a block against the run's register of verified
-// writes.
-func (v *verifyState) checkRegister(off, n int64, data []blockdev.StampRun) string {
+// checkRegister checks a block of file f against the run's register of
+// verified writes.
+func (v *verifyState) checkRegister(f *jobFile, off, n int64, data []blockdev.StampRun) string {
 	j := v.j
 	if len(data) == 0 {
 		return "nothing read"
@@ -225,7 +238,7 @@ func (v *verifyState) checkRegister(off, n int64, data []blockdev.StampRun) stri
 	switch {
 	case !ok:
 		return fmt.Sprintf("it holds a write of job %d that was not verified data (fio: bad magic header)", st.Writer-1)
-	case rec.file != j.file || rec.off != off || rec.n != n:
+	case rec.file != f.file || rec.off != off || rec.n != n:
 		return fmt.Sprintf("it holds a write of %d bytes to offset %d (fio: bad header offset)", rec.n, rec.off)
 	case rec.mode != j.spec.Verify:
 		return fmt.Sprintf("it was written with verify=%s, not %s (fio: verify type mismatch)", rec.mode, j.spec.Verify)
@@ -302,13 +315,30 @@ func (j *job) dryRun() {
 		if j.bytes >= j.ioLimit {
 			break
 		}
+		if j.multi() {
+			if r := j.pickFile(); r == pickNone {
+				break
+			} else if r == pickBusy {
+				continue
+			}
+		}
 		dir := j.pickDir()
 		bs := j.pickBS(dir)
-		off := j.nextOffset(dir, bs)
+		var off int64
+		if j.multi() {
+			var r pickResult
+			if off, r = j.nextFileOffset(dir, bs); r == pickNone {
+				break
+			} else if r == pickBusy {
+				continue
+			}
+		} else {
+			off = j.nextOffset(dir, bs)
+		}
 		j.bytes += bs
 		j.ios++
 		if dir == blockdev.OpWrite {
-			v.pending = append(v.pending, piece{j.regionOff + off, bs})
+			v.pending = append(v.pending, piece{j.cur, j.cur.regionOff + off, bs})
 		}
 	}
 }
