@@ -57,6 +57,13 @@ type BufferedOptions struct {
 	// WriteChecks is the buffered write's CPU time per call under the
 	// inode lock before the copy (write checks, timestamps, mapping).
 	WriteChecks time.Duration
+	// WriteFolio is the buffered write's CPU time per page before its
+	// copy, beyond the page-cache lookup: write_begin and write_end
+	// (locking the folio and its reference, uptodate and dirty
+	// bookkeeping, the dirty ratelimit check). A reader has no such work,
+	// so a multi-page write advances page by page more slowly than a
+	// multi-page read.
+	WriteFolio time.Duration
 	// ReadLockShared makes buffered reads take i_rwsem shared across the
 	// read (xfs); otherwise they take no inode lock (ext4, f2fs).
 	ReadLockShared bool
@@ -296,10 +303,12 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 		}
 		first := int((pos - idx*pagecache.PageSize) / blockdev.SectorSize)
 		copyTime := b.opt.CopyPerPage * time.Duration(end-pos) / pagecache.PageSize
-		// The copy runs at the end of this burst (the lookup first).
-		copyStart := t.Now() + sim.Time(t.Owed()+f.fs.opt.Costs.PageCacheLookup)
+		// The copy runs at the end of this burst (the lookup and the
+		// folio's write_begin work first).
+		pre := f.fs.opt.Costs.PageCacheLookup + b.opt.WriteFolio
+		copyStart := t.Now() + sim.Time(t.Owed()+pre)
 		b.beginCopy(p, copyStart, sim.Time(copyTime), first, int((end-pos)/blockdev.SectorSize), s)
-		t.CPU(f.fs.opt.Costs.PageCacheLookup + copyTime)
+		t.CPU(pre + copyTime)
 		if whole {
 			p.SetStamp(s)
 		} else {

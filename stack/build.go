@@ -249,6 +249,7 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		ReadaheadKB: int64(c.integer("pagecache.read_ahead_kb")),
 		CopyPerPage: c.copyPerPage(), DirtyPage: c.duration("host.dirty_page"),
 		WritePage: c.duration("host.write_page"), WriteChecks: c.duration("host.write_checks"),
+		WriteFolio: c.duration("host.write_folio"),
 	}
 	if c.Get("fs") == "xfs" {
 		opt.AllocWindow = c.size("xfs.alloc_window")

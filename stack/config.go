@@ -104,6 +104,7 @@ var keyDefs = []keyDef{
 	{"host.update_time", kDuration, "3us", "DAX paths: CPU time of a timestamp update (xfs: a transaction logging the inode, under the ILOCK exclusive)", nil},
 	{"host.block_map", kDuration, "300ns", "DAX paths: CPU time of mapping an IO's blocks (extent lookup; xfs: under the ILOCK shared)", nil},
 	{"host.hz", kInt, "250", "timer ticks per second: the coarse clock that file timestamps follow (CONFIG_HZ)", nil},
+	{"host.write_folio", kDuration, "0", "buffered write CPU time per page before its copy, beyond the lookup: write_begin/write_end (folio lock and reference, uptodate and dirty bookkeeping, dirty ratelimit); readers have no such work", nil},
 	{"host.write_page", kDuration, "1us", "writepages CPU time per page (lock, clear dirty, allocate, add to bio)", nil},
 	{"host.app_per_io", kDuration, "1500ns", "CPU time of the application (fio's io_u bookkeeping, offset generation, latency accounting) between two IOs", nil},
 	{"rwsem.writer_spin", kBool, "true", "writers spin while a running writer owns an rwsem", nil},

@@ -54,7 +54,48 @@ func TestXFSBufferedReadLockExperiment(t *testing.T) {
 	assert.InDelta(t, 1961, ra, 1961*0.25)
 	assert.InDelta(t, 5.6, ra/rb, 5.6*0.2)
 	assert.InDelta(t, mibs(before, false), mibs(before, true), rb*0.02, "reads and writes move together")
+	// One-page writes cannot be seen half-done across pages, so the
+	// published workload reports no torn (or stale) read either way.
+	assert.Equal(t, workload.IntegrityStats{}, withoutReads(integrity(before)))
+	assert.Equal(t, workload.IntegrityStats{}, withoutReads(integrity(after)))
 	i := slices.IndexFunc(before.Locks, func(l sim.LockStats) bool { return l.Name == "xfs:i_rwsem:testfile" })
 	require.GreaterOrEqual(t, i, 0, "the file's i_rwsem is in the lock table")
 	assert.NotZero(t, before.Locks[i].Read.Contentions, "readers wait for writers with the read lock")
+}
+
+// integrity sums the oracle's counts over every job of the run.
+func integrity(res *workload.Result) workload.IntegrityStats {
+	var s workload.IntegrityStats
+	for _, g := range res.Groups {
+		for _, j := range g.Jobs {
+			s.Merge(&j.Integrity)
+		}
+	}
+	return s
+}
+
+// withoutReads drops the checked-read count and the On flag, leaving the
+// torn and stale counts.
+func withoutReads(s workload.IntegrityStats) workload.IntegrityStats {
+	s.Reads, s.On = 0, false
+	return s
+}
+
+// Without the read lock, a read overlapping a multi-page write can return
+// some pages of the write and the rest from before it: the hot 16 KiB job
+// reports torn reads (and counts them per page); with the lock it reports
+// none. No read is stale either way: a read never returns data older than
+// a write that completed before it began.
+func TestXFSTornReadsWithoutReadLock(t *testing.T) {
+	with, _ := runExperiment(t, xfsDir, "hot-16k.fio", "read-lock.toml")
+	without, _ := runExperiment(t, xfsDir, "hot-16k.fio", "no-read-lock.toml")
+	iw, io := integrity(with), integrity(without)
+	t.Logf("with the read lock %+v, without %+v", iw, io)
+	require.True(t, iw.On && io.On)
+	assert.NotZero(t, iw.Reads)
+	assert.Equal(t, workload.IntegrityStats{}, withoutReads(iw))
+	assert.Greater(t, io.TornReads, uint64(5))
+	assert.GreaterOrEqual(t, io.TornPages, io.TornReads)
+	assert.Less(t, io.TornPages, 4*io.TornReads, "a torn 16 KiB read has at least one page of each version")
+	assert.Zero(t, io.StaleReads)
 }
