@@ -429,12 +429,7 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 			c := b.copies.overlapping(p, r0, r1)
 			for i := 0; i < rn; i++ {
 				sec := p.Index()*pagecache.SectorsPerPage + int64(first+i)
-				st := seenStamp(c, p.SectorStamp(first+i), first+i, r0, r1, first, rn)
-				if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
-					(*data)[k].Sectors++
-				} else {
-					*data = append(*data, blockdev.StampRun{Sector: sec, Sectors: 1, Stamp: st})
-				}
+				appendSector(data, sec, seenStamp(c, p.SectorStamp(first+i), first+i, r0, r1, first, rn))
 			}
 		}
 		pos += chunk

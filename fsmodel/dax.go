@@ -245,11 +245,6 @@ func (f *File) daxCopy(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Sta
 func (f *File) daxSeen(data *[]blockdev.StampRun, c *pageCopy, dev, fileSec int64, first, secs int, c0, c1 sim.Time) {
 	for i := 0; i < secs; i++ {
 		st := seenStamp(c, f.fs.dax.dev.DAXStamp(dev+int64(i)), first+i, c0, c1, first, secs)
-		sec := fileSec + int64(i)
-		if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
-			(*data)[k].Sectors++
-		} else {
-			*data = append(*data, blockdev.StampRun{Sector: sec, Sectors: 1, Stamp: st})
-		}
+		appendSector(data, fileSec+int64(i), st)
 	}
 }

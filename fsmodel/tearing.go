@@ -142,3 +142,13 @@ func seenStamp(c *pageCopy, cur blockdev.Stamp, i int, r0, r1 sim.Time, rfirst, 
 	}
 	return c.old[i]
 }
+
+// appendSector appends one sector's stamp to *data, extending the last
+// run when it continues it.
+func appendSector(data *[]blockdev.StampRun, sec int64, st blockdev.Stamp) {
+	if k := len(*data) - 1; k >= 0 && (*data)[k].Stamp == st && (*data)[k].Sector+(*data)[k].Sectors == sec {
+		(*data)[k].Sectors++
+		return
+	}
+	*data = append(*data, blockdev.StampRun{Sector: sec, Sectors: 1, Stamp: st})
+}
