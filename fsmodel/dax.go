@@ -124,12 +124,16 @@ func (f *File) daxSyscall(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.
 
 // daxIO is one DAX read or write of [off, off+n) on behalf of t; the
 // syscall's costs are the caller's. Reads past the end of the file stop
-// there; writes beyond it fail (files are preallocated).
+// there; writes beyond it fail (files are preallocated); IO not aligned to
+// 512-byte sectors fails with EINVAL (a limit of blksim's data tracking,
+// not of the kernel).
 func (f *File) daxIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, data *[]blockdev.StampRun) error {
 	fs := f.fs
 	x := fs.dax
 	if off < 0 || n <= 0 || off%blockdev.SectorSize != 0 || n%blockdev.SectorSize != 0 {
-		return fmt.Errorf("%s %s at %d+%d: DAX IO must be aligned to %d bytes: %w", f.name, op, off, n, blockdev.SectorSize, syscall.EINVAL)
+		// The kernel's DAX paths take any alignment; blksim tracks data
+		// per 512-byte sector (its stamps) and cannot.
+		return fmt.Errorf("%s %s at %d+%d: blksim's DAX IO must be aligned to %d-byte sectors (its data stamps): %w", f.name, op, off, n, blockdev.SectorSize, syscall.EINVAL)
 	}
 	if op == blockdev.OpRead {
 		n = min(n, f.inode.size-off)
@@ -151,11 +155,9 @@ func (f *File) daxIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp
 	} else {
 		lock.DownWrite(t)
 	}
-	// Ticks count from 1: 0 in the inode means never updated.
-	tick := int64(fs.e.Now())/int64(x.opt.Tick) + 1
 	if op == blockdev.OpWrite {
 		t.Charge(x.opt.WriteChecks)
-		if x.opt.IVersion || f.inode.mtimeTick != tick {
+		if tick := f.tick(); x.opt.IVersion || f.inode.mtimeTick != tick {
 			f.updateTime(t)
 			f.inode.mtimeTick = tick
 		}
@@ -168,7 +170,7 @@ func (f *File) daxIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp
 		t.Charge(x.opt.BlockMap)
 	}
 	f.daxCopy(t, op, off, n, s, data)
-	if op == blockdev.OpRead && f.inode.atimeTick != tick && f.inode.mtimeTick >= f.inode.atimeTick {
+	if tick := f.tick(); op == blockdev.OpRead && f.inode.atimeTick != tick && f.inode.mtimeTick >= f.inode.atimeTick {
 		f.updateTime(t)
 		f.inode.atimeTick = tick
 	}
@@ -178,6 +180,12 @@ func (f *File) daxIO(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp
 		lock.UpWrite(t)
 	}
 	return nil
+}
+
+// tick is the coarse clock now, counting ticks from 1 (0 in the inode
+// means never updated).
+func (f *File) tick() int64 {
+	return int64(f.fs.e.Now())/int64(f.fs.dax.opt.Tick) + 1
 }
 
 // updateTime is a timestamp update: under the second inode lock held
@@ -194,28 +202,25 @@ func (f *File) updateTime(t *sim.Task) {
 }
 
 // daxCopy copies [off, off+n) of the file to or from the device, 4 KiB
-// block by block at the device's copy rate, on t's CPU. A write's copy is
-// recorded so that a read copying the same block at the same time (both
-// may hold the iolock shared) sees the sectors the writer had reached.
+// block by block at the device's copy rate, one CPU burst per block on
+// t's CPU. A write records each block's copy as its burst starts and
+// stores its stamps then, so that a read copying the same block at the
+// same time (both may hold the iolock shared) sees the sectors the writer
+// had reached; a read decides what it saw of a block when its burst for
+// the block ends, when every write that overlapped it has recorded its
+// copy. (A write's burst is taken to start when it is recorded: on a
+// host with more runnable tasks than CPUs it may start later, which dates
+// the copy early.)
 func (f *File) daxCopy(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, data *[]blockdev.StampRun) {
 	x := f.fs.dax
 	dev := x.dev
 	total := dev.DAXCopyTime(op, n)
 	t.Flush()
-	if op == blockdev.OpRead {
-		// What the read saw is decided once its copy is over, when every
-		// write that overlapped it has recorded its copy.
-		t.CPU(total)
-		if data == nil {
-			return
-		}
+	// Each block's share of the copy, in proportion to its bytes, cut
+	// from the running total so that the shares add up to it.
+	share := func(pos, end int64) time.Duration {
+		return time.Duration(int64(total)*(end-off)/n - int64(total)*(pos-off)/n)
 	}
-	start := t.Now()
-	if op == blockdev.OpRead {
-		start -= sim.Time(total)
-	}
-	// Each block's share of the copy, in proportion to its bytes.
-	at := func(pos int64) sim.Time { return start + sim.Time(int64(total)*(pos-off)/n) }
 	f.ext.Map(off, n, func(logical, phys, length int64) {
 		for pos := logical; pos < logical+length; {
 			end := min(logical+length, (pos/BlockSize+1)*BlockSize)
@@ -223,20 +228,23 @@ func (f *File) daxCopy(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Sta
 			devBlock := p / BlockSize
 			first := int(p % BlockSize / blockdev.SectorSize)
 			secs := int((end - pos) / blockdev.SectorSize)
-			c0, c1 := at(pos), at(end)
+			d := share(pos, end)
 			if op == blockdev.OpWrite {
 				base := devBlock * pagecache.SectorsPerPage
-				x.copies.begin(devBlock, c0, c1-c0, first, secs, s, func(i int) blockdev.Stamp { return dev.DAXStamp(base + int64(i)) })
+				x.copies.begin(devBlock, t.Now(), sim.Time(d), first, secs, s, func(i int) blockdev.Stamp { return dev.DAXStamp(base + int64(i)) })
 				dev.DAXWrite(p/blockdev.SectorSize, int64(secs), s)
+				t.CPU(d)
 			} else {
-				f.daxSeen(data, x.copies.endedAfter(devBlock, c0), p/blockdev.SectorSize, pos/blockdev.SectorSize, first, secs, c0, c1)
+				t.CPU(d)
+				if data != nil {
+					c1 := t.Now()
+					c0 := c1 - sim.Time(d)
+					f.daxSeen(data, x.copies.endedAfter(devBlock, c0), p/blockdev.SectorSize, pos/blockdev.SectorSize, first, secs, c0, c1)
+				}
 			}
 			pos = end
 		}
 	})
-	if op == blockdev.OpWrite {
-		t.CPU(total)
-	}
 }
 
 // daxSeen appends to *data what a read that copied secs sectors from

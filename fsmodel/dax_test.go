@@ -89,7 +89,7 @@ func TestDAXDataAndErrors(t *testing.T) {
 	require.Len(t, errs, 2)
 	assert.ErrorIs(t, errs[0], ErrBeyondEOF)
 	assert.ErrorIs(t, errs[1], syscall.EINVAL)
-	assert.Contains(t, errs[1].Error(), "aligned to 512 bytes")
+	assert.Contains(t, errs[1].Error(), "aligned to 512-byte sectors")
 	assert.Equal(t, [2]uint64{}, v.fs.Queue().Stats().IOs)
 
 	var cb IOCB
@@ -107,7 +107,7 @@ func (aioNop) AIODone(*IOCB) {}
 // The lock rules of xfs's DAX paths, one case each: which locks an IO
 // takes and in which mode, seen by a probe while the IO copies.
 func TestDAXLockRules(t *testing.T) {
-	type seen struct{ ioReaders, ioWriter, ilockWrites int }
+	type seen struct{ ioReaders, ioWriter, ilockReaders int }
 	for _, tc := range []struct {
 		name   string
 		policy LockPolicy
@@ -119,10 +119,10 @@ func TestDAXLockRules(t *testing.T) {
 		// updates) after two IOs 20 us apart in one tick.
 		ilockW uint64
 	}{
-		{"xfs read: iolock shared", XFS{}, DAXOptions{}, false, 0, 4096, seen{1, 0, 0}, 1},
-		{"xfs aligned write: iolock shared", XFS{}, DAXOptions{}, true, 0, 4096, seen{1, 0, 0}, 1},
-		{"xfs unaligned write: iolock exclusive", XFS{}, DAXOptions{}, true, 512, 512, seen{0, 1, 0}, 1},
-		{"xfs writes with i_version: a timestamp update per write", XFS{}, DAXOptions{IVersion: true}, true, 0, 4096, seen{1, 0, 0}, 2},
+		{"xfs read: iolock shared, ILOCK shared to map", XFS{}, DAXOptions{}, false, 0, 4096, seen{1, 0, 1}, 1},
+		{"xfs aligned write: iolock shared, ILOCK shared to map", XFS{}, DAXOptions{}, true, 0, 4096, seen{1, 0, 1}, 1},
+		{"xfs unaligned write: iolock exclusive", XFS{}, DAXOptions{}, true, 512, 512, seen{0, 1, 1}, 1},
+		{"xfs writes with i_version: a timestamp update per write", XFS{}, DAXOptions{IVersion: true}, true, 0, 4096, seen{1, 0, 1}, 2},
 		{"ext4 write: inode lock exclusive, no ILOCK", Ext4{}, DAXOptions{}, true, 0, 4096, seen{0, 1, 0}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +145,9 @@ func TestDAXLockRules(t *testing.T) {
 			for at := 20 * us; at < 30*us; at += 250 * time.Nanosecond {
 				v.e.AfterFunc(at, func() {
 					got.ioReaders = max(got.ioReaders, in.Lock.Readers())
+					if il := v.f.ILock(); il != nil {
+						got.ilockReaders = max(got.ilockReaders, il.Readers())
+					}
 					if in.Lock.Writer() != nil {
 						got.ioWriter = 1
 					}
@@ -163,23 +166,41 @@ func TestDAXLockRules(t *testing.T) {
 
 // Timestamps follow the coarse clock without i_version: one update per
 // tick for writes, and a read updates the access time once after a
-// modification (relatime).
+// modification (relatime: when atime <= mtime), then not until the file
+// is modified again.
 func TestDAXTimestampTicks(t *testing.T) {
 	v := newDAXEnv(t, XFS{}, DAXOptions{Tick: 100 * us, UpdateTime: us})
+	updates := func() uint64 { return v.f.ILock().Stats().Write.Acquisitions }
+	var got []uint64
 	v.e.Go("io", func(tk *sim.Task) {
-		for i := range 10 { // 10 writes in the first tick... and the next
+		for i := range 10 { // 10 writes in the first tick: 1 update
 			require.NoError(t, v.f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: uint64(i + 1)}))
 		}
-		tk.Sleep(100 * us)
+		got = append(got, updates())
+		tk.Sleep(100 * us) // a new tick: 1 more for the write
 		require.NoError(t, v.f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 11}))
-		for range 3 {
+		got = append(got, updates())
+		for range 3 { // atime once after the modification
 			require.NoError(t, v.f.DirectRead(tk, 0, 4096, nil))
 		}
+		got = append(got, updates())
+		// A later tick, no modification: the access time still equals
+		// the modification time (both set in one tick), and relatime
+		// updates when mtime >= atime: once more, then no more.
+		tk.Sleep(100 * us)
+		require.NoError(t, v.f.DirectRead(tk, 0, 4096, nil))
+		got = append(got, updates())
+		tk.Sleep(100 * us)
+		require.NoError(t, v.f.DirectRead(tk, 0, 4096, nil))
+		got = append(got, updates())
+		tk.Sleep(100 * us) // modified, then read in a later tick: both update
+		require.NoError(t, v.f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 12}))
+		tk.Sleep(100 * us)
+		require.NoError(t, v.f.DirectRead(tk, 0, 4096, nil))
+		got = append(got, updates())
 	})
 	require.NoError(t, v.e.Run(-1))
-	// Writes: one update at tick 0, one at tick 1; reads: one atime
-	// update after the modification.
-	assert.Equal(t, uint64(3), v.f.ILock().Stats().Write.Acquisitions)
+	assert.Equal(t, []uint64{1, 2, 3, 4, 4, 6}, got)
 }
 
 // Reads and aligned writes both hold the iolock shared on DAX, so a read
@@ -232,5 +253,47 @@ func TestDAXReadTearsAgainstSharedWrite(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantNew, n, "%v", data)
 		})
+	}
+}
+
+// A read decides what it saw of each block when it has copied that block:
+// a second write to a block the read has already copied does not change
+// what the read returned for it. The read copies block 0 during [1, 5) us
+// (1024 MB/s) and block 1 during [5, 9) us; the first write copies block 0
+// during [3, 4) us, so the read's last 3 sectors of block 0 come after
+// the writer's (new) and the first 5 before (old); the second write
+// copies block 0 during [6, 7) us, after the read was done with it.
+func TestDAXReadDecidesPerBlock(t *testing.T) {
+	old := blockdev.Stamp{Writer: 1, Seq: 1}
+	w1, w2 := blockdev.Stamp{Writer: 2, Seq: 1}, blockdev.Stamp{Writer: 3, Seq: 1}
+	want := []blockdev.StampRun{{Sector: 0, Sectors: 5, Stamp: old}, {Sector: 5, Sectors: 3, Stamp: w1}, {Sector: 8, Sectors: 8, Stamp: old}}
+	for _, second := range []bool{false, true} {
+		e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8}})
+		t.Cleanup(func() { _ = e.Close() })
+		pm, err := blockdev.NewPMem(e, blockdev.PMemParams{Capacity: MiB, LogicalBlockSize: 512, ReadMBps: 1024, WriteMBps: 4096})
+		require.NoError(t, err)
+		q, err := blockdev.NewQueue(e, pm, blockdev.QueueOptions{})
+		require.NoError(t, err)
+		fs, err := New(e, q, Options{Policy: XFS{}, Costs: Costs{Syscall: 2 * us}})
+		require.NoError(t, err)
+		require.NoError(t, fs.EnableDAX(DAXOptions{}))
+		f, err := fs.Open("f", 8192)
+		require.NoError(t, err)
+		e.Go("setup", func(tk *sim.Task) { require.NoError(t, f.DirectWrite(tk, 0, 8192, old)) })
+		require.NoError(t, e.Run(-1))
+		var data []blockdev.StampRun
+		e.Go("r", func(tk *sim.Task) { require.NoError(t, f.DirectRead(tk, 0, 8192, &data)) })
+		e.Go("w1", func(tk *sim.Task) {
+			tk.Sleep(2 * us)
+			require.NoError(t, f.DirectWrite(tk, 0, 4096, w1))
+		})
+		if second {
+			e.Go("w2", func(tk *sim.Task) {
+				tk.Sleep(5 * us)
+				require.NoError(t, f.DirectWrite(tk, 0, 4096, w2))
+			})
+		}
+		require.NoError(t, e.Run(-1))
+		assert.Equal(t, want, data, "second write: %v", second)
 	}
 }

@@ -84,10 +84,11 @@ type ReproRatio struct {
 	Key   string `json:"metric"`
 	Label string `json:"-"`
 	// Published and Simulated are the ratios; Error is
-	// Simulated/Published - 1.
-	Published float64 `json:"published"`
-	Simulated float64 `json:"simulated"`
-	Error     float64 `json:"error"`
+	// Simulated/Published - 1. Simulated and Error are nil when the
+	// denominator row's metric is 0 (no ratio; never within tolerance).
+	Published float64  `json:"published"`
+	Simulated *float64 `json:"simulated"`
+	Error     *float64 `json:"error"`
 	// Tolerance is the largest |Error| accepted, as a fraction.
 	Tolerance float64 `json:"tolerance"`
 	OK        bool    `json:"ok"`
@@ -97,12 +98,22 @@ type ReproRatio struct {
 // the ratio against its tolerance (a zero denominator is never OK).
 func (q *ReproRatio) SetSimulated(of, over float64) {
 	if over == 0 {
-		q.Simulated, q.Error, q.OK = math.Inf(1), math.Inf(1), false
+		q.Simulated, q.Error, q.OK = nil, nil, false
 		return
 	}
-	q.Simulated = of / over
-	q.Error = q.Simulated/q.Published - 1
-	q.OK = math.Abs(q.Error) <= q.Tolerance
+	sim := of / over
+	e := sim/q.Published - 1
+	q.Simulated, q.Error = &sim, &e
+	q.OK = math.Abs(e) <= q.Tolerance
+}
+
+// texts returns the simulated ratio and its error as text ("n/a" when
+// there is no ratio).
+func (q *ReproRatio) texts() (sim, err string) {
+	if q.Simulated == nil {
+		return "n/a", "n/a (zero denominator)"
+	}
+	return fmt.Sprintf("%.2f", *q.Simulated), percent(*q.Error)
 }
 
 // ReproExperiment is one shipped experiment: its source and rows.
@@ -135,10 +146,11 @@ type Reproduction struct {
 	OK        bool `json:"ok"`
 }
 
-// Tally sets each row's OK from its metrics and r's Rows, RowsOff and OK
-// from the rows.
+// Tally sets each row's OK from its metrics, and r's Rows, RowsOff,
+// Ratios, RatiosOff and OK from the rows and ratios (whose OK
+// SetSimulated has set). Calling it again gives the same counts.
 func (r *Reproduction) Tally() {
-	r.Rows, r.RowsOff = 0, 0
+	r.Rows, r.RowsOff, r.Ratios, r.RatiosOff = 0, 0, 0, 0
 	for ei := range r.Experiments {
 		for ri := range r.Experiments[ei].Rows {
 			row := &r.Experiments[ei].Rows[ri]
@@ -228,8 +240,9 @@ func WriteReproduce(w io.Writer, r *Reproduction) error {
 			if !q.OK {
 				status = "OFF"
 			}
-			fmt.Fprintf(&b, "  ratio %s: %s of %s over %s: published %.2f, simulated %.2f, %s (tolerance %s) %s\n",
-				q.Name, q.Label, q.Of, q.Over, q.Published, q.Simulated, percent(q.Error), tolerance(q.Tolerance), status)
+			sim, e := q.texts()
+			fmt.Fprintf(&b, "  ratio %s: %s of %s over %s: published %.2f, simulated %s, %s (tolerance %s) %s\n",
+				q.Name, q.Label, q.Of, q.Over, q.Published, sim, e, tolerance(q.Tolerance), status)
 		}
 	}
 	if len(r.Experiments) > 0 {
@@ -275,7 +288,8 @@ func (r *Reproduction) Verdict() string {
 		}
 		for _, q := range e.Ratios {
 			if !q.OK {
-				off = append(off, fmt.Sprintf("%s/ratio %s (%s %s; tolerance %s)", e.Name, q.Name, q.Label, percent(q.Error), tolerance(q.Tolerance)))
+				_, qe := q.texts()
+				off = append(off, fmt.Sprintf("%s/ratio %s (%s %s; tolerance %s)", e.Name, q.Name, q.Label, qe, tolerance(q.Tolerance)))
 			}
 		}
 	}
@@ -289,8 +303,11 @@ func (r *Reproduction) Verdict() string {
 // "name", "source", "job", "seed", "tolerance" and "rows"; each row with
 // "name", "stack", "env", "set", "tolerance", "metrics" (each "name" as in
 // published.toml, "published", "simulated", "error" as a fraction, and
-// "ok") and "ok"; then the totals "rows", "rows_off" and "ok". It returns
-// the first error from w.
+// "ok") and "ok", and "ratios" when it has any (each "name", "of",
+// "over", "metric", "published", "simulated" and "error", null when the
+// denominator is 0, "tolerance" and "ok"); then the totals "rows",
+// "rows_off", "ratios" and "ratios_off" (when there are ratios) and "ok".
+// It returns the first error from w.
 func WriteReproduceJSON(w io.Writer, r *Reproduction) error {
 	return writeIndentedJSON(w, r)
 }

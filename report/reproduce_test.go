@@ -104,14 +104,24 @@ func TestTallyRatios(t *testing.T) {
 	}
 	e.Ratios[0].SetSimulated(480.2, 31.0)
 	e.Ratios[1].SetSimulated(31, 0)
-	assert.InDelta(t, 15.49, e.Ratios[0].Simulated, 0.01)
+	require.NotNil(t, e.Ratios[0].Simulated)
+	assert.InDelta(t, 15.49, *e.Ratios[0].Simulated, 0.01)
 	assert.True(t, e.Ratios[0].OK)
 	assert.False(t, e.Ratios[1].OK)
+	assert.Nil(t, e.Ratios[1].Simulated)
 	r.Tally()
+	r.Tally() // idempotent
 	assert.Equal(t, 2, r.Ratios)
 	assert.Equal(t, 1, r.RatiosOff)
 	assert.False(t, r.OK)
-	assert.Equal(t, "reproduce: OFF, 1 of 4 rows and 1 of 2 ratios outside tolerance: ext4-dio/ratio zero (read MiB/s +Inf%; tolerance ±10%); xfs-dio/4k (read MiB/s +30.0%, write lat us -21.5%; tolerance ±10%)", r.Verdict())
+	assert.Equal(t, "reproduce: OFF, 1 of 4 rows and 1 of 2 ratios outside tolerance: ext4-dio/ratio zero (read MiB/s n/a (zero denominator); tolerance ±10%); xfs-dio/4k (read MiB/s +30.0%, write lat us -21.5%; tolerance ±10%)", r.Verdict())
+
+	var js bytes.Buffer
+	require.NoError(t, WriteReproduceJSON(&js, r), "a zero denominator is null in JSON, not +Inf")
+	assert.Contains(t, js.String(), `"simulated": null`)
+	var text bytes.Buffer
+	require.NoError(t, WriteReproduce(&text, r))
+	assert.Contains(t, text.String(), "  ratio zero: read MiB/s of 4k-with over 1M-with: published 1.00, simulated n/a, n/a (zero denominator) (tolerance ±10%) OFF\n")
 
 	ok := &Reproduction{Experiments: []ReproExperiment{*e}}
 	ok.Experiments[0].Ratios = ok.Experiments[0].Ratios[:1]

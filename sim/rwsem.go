@@ -35,14 +35,16 @@ type RWSemOptions struct {
 	// the lock after SpinLimit stops spinning and sleeps as a waiter. 0
 	// means no bound (spinning ends only when the owner sleeps).
 	SpinLimit time.Duration
-	// WriterSpinReaders lets a spinning writer (WriterSpin) also spin on
-	// a lock owned by readers, for at most this long from when readers
-	// own it, and take it when the last reader leaves; 0 means writers do
-	// not spin on readers (Linux 4.8-5.2, where the reader-owned mark
-	// stops them). Linux 5.3 spins 10 us plus 0.5 us per reader, capped
-	// at 25 us; kernels before the reader-owned mark (4.7 and the 2016
-	// reader-spinning RFC's base) spun a bounded number of iterations
-	// while the owner field was empty, as it is under readers.
+	// WriterSpinReaders lets a writer that may spin (WriterSpin) also
+	// spin on a lock owned by readers and take it when the last reader
+	// leaves, and steal a free lock last owned by readers; a spin on
+	// readers ends (the writer sleeps) after this long within one reader
+	// phase, counted from when the writer starts spinning on it or from
+	// when the phase begins, whichever is later. 0 means writers neither
+	// spin on readers nor steal from them (Linux 4.8-5.2, where the
+	// reader-owned mark stops them). Linux 5.3 spins 10 us plus 0.5 us
+	// per reader, capped at 25 us (and then marks the lock nonspinnable
+	// for every writer, which this model does not do).
 	WriterSpinReaders time.Duration
 }
 
@@ -225,7 +227,7 @@ func (r *RWSem) DownWrite(t *Task) {
 		r.acquired(t, true, start, false)
 		return
 	}
-	if r.opt.WriterSpin && r.writer == nil && r.readers == 0 && !r.readerOwned && !r.handoffDue() {
+	if r.opt.WriterSpin && r.writer == nil && r.readers == 0 && (!r.readerOwned || r.opt.WriterSpinReaders > 0) && !r.handoffDue() {
 		// Steal the free lock from the spin path before sleeping waiters.
 		r.takeWrite(t)
 		t.granted = true
@@ -466,15 +468,27 @@ func (r *RWSem) unlocked() time.Duration {
 	return 0
 }
 
-// toReaders deals with the spinners when the lock has gone to readers:
-// writers keep spinning for at most WriterSpinReaders, if allowed;
-// otherwise every spinner sleeps.
+// toReaders deals with the spinners when the lock has gone to readers
+// (granted to waiting readers, or to spinning ones): reader spinners join
+// them (their trylock needs only no writer and no handoff, and the grant
+// has just served any handoff); writers keep spinning for at most
+// WriterSpinReaders, if allowed, else sleep.
 func (r *RWSem) toReaders() {
+	r.readerPhases++
+	for s := r.spinners.head; s != nil; {
+		next := s.nextW
+		if !s.waitWrite {
+			r.spinners.remove(s)
+			r.readers++
+			s.granted = true
+			s.wake(r.spinDelay(s))
+		}
+		s = next
+	}
 	if r.opt.WriterSpinReaders <= 0 || r.handoffDue() {
 		r.ownerSleeps()
 		return
 	}
-	r.readerPhases++
 	for s := r.spinners.head; s != nil; s = s.nextW {
 		r.bindReaderSpin(s)
 	}
