@@ -46,7 +46,8 @@ const terseListLen = 20
 // and %f), twenty clat percentiles as "P%=USEC" (fio's default seventeen
 // then "0%=0"), then the bandwidth samples' min;max;agg%;mean;stddev
 // (and in version 5 their count and the IOPS samples' figures); CPU use
-// (usr%;sys%;ctx;majf;minf); the IO depth distribution (seven buckets);
+// as the cpu line has it (usr%;sys%;ctx;majf;minf, page faults 0); the IO
+// depth distribution (seven buckets);
 // the latency distribution (ten usec buckets, the first with all the
 // sub-microsecond latencies, and twelve msec buckets, each a percentage
 // of all IOs); from version 3 on, per device of r.Disks, its name,
@@ -55,8 +56,8 @@ const terseListLen = 20
 // 2).
 //
 // Like fio's other outputs here, what blksim does not measure is printed
-// as fio prints a figure with no samples: bandwidth and IOPS samples,
-// CPU usage and context switches are 0, and the IO depth distribution is
+// as fio prints a figure with no samples: bandwidth and IOPS samples and
+// page faults are 0, and the IO depth distribution is
 // 100% at depth 1 for a job with iodepth=1 (where fio's is too) and all
 // 0.0% for deeper jobs. A job that did no IO has a latency distribution
 // whose first field is fio's "-nan%" (fio divides by zero there).
@@ -87,8 +88,10 @@ func writeJobTerse(b *bufio.Writer, j *workload.JobResult, disks []workload.Disk
 	if ver != 3 {
 		writeDirTerse(b, j, &emptyDir, ver)
 	}
-	// CPU: usr, sys, context switches, major and minor faults.
-	b.WriteString(";0.000000%;0.000000%;0;0;0")
+	// CPU: usr, sys, context switches, major and minor faults (not
+	// modelled: 0).
+	usr, sys := j.CPU.Percent()
+	fmt.Fprintf(b, ";%f%%;%f%%;%d;0;0", usr, sys, j.CPU.Ctx)
 
 	total := j.Read.IOs + j.Write.IOs
 	var depth [7]float64

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +87,8 @@ func TestWriteTerseV3ByName(t *testing.T) {
 		f[n] = vals[i]
 	}
 	j := &r.Groups[0].Jobs[0]
+	usr, sys := j.CPU.Percent()
+	require.NotZero(t, usr*sys, "the fixture has CPU use")
 	for _, tc := range []struct{ name, want string }{
 		{"terse_version_3", "3"},
 		{"fio_version", "blksim"},
@@ -103,7 +106,9 @@ func TestWriteTerseV3ByName(t *testing.T) {
 		{"read_bw_agg_pct", "0.000000%"},
 		{"write_kb", "0"},
 		{"write_clat_pct01", "1.000000%=0"},
-		{"cpu_user", "0.000000%"},
+		{"cpu_user", fmt.Sprintf("%f%%", usr)},
+		{"cpu_sys", fmt.Sprintf("%f%%", sys)},
+		{"cpu_csw", strconv.FormatUint(j.CPU.Ctx, 10)},
 		{"cpu_minf", "0"},
 		{"iodepth_1", "100.0%"},
 		{"iodepth_64", "0.0%"},
