@@ -60,7 +60,7 @@ var conformanceDevices = []struct {
 		"average_seek=3ms", "full_stroke=7ms", "outer_mbps=250", "inner_mbps=250", "write_cache_size=1m",
 		"readahead=64k", "cache_segments=2", "host_mbps=600"}, false},
 	{"flat", []string{"kind=flat", "capacity=64m", "read_latency=40us", "write_latency=30us", "read_mbps=1500", "write_mbps=2000",
-		"read_speedup=1:1, 4:2, 16:3.5", "write_speedup=1:1, 8:4"}, false},
+		"read_speedup=1:1, 4:2, 16:3.5", "write_speedup=1:1, 8:4", "switch_time=7us"}, false},
 	{"flat-4k-shallow", []string{"kind=flat", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024",
 		"queue_depth=4", "read_latency=5us", "write_latency=1ms"}, false},
 	{"null", []string{"kind=null", "capacity=64m", "max_hw_sectors_kb=1024", "memory_backed=true"}, false},

@@ -20,13 +20,15 @@ import (
 // whose host serves it from a page cache.
 //
 // How it serves: one command at a time, in arrival order. A command's
-// service has two parts, done one after the other: a command part, the
+// service has parts done one after the other: a command part, the
 // direction's latency divided by the direction's speedup at the current
-// depth n (the commands at the device, the one in service included), and
-// a data part, its bytes at the direction's rate. The depth is re-read
-// whenever a command arrives or leaves, so a command part in progress
-// speeds up or slows down with it. Hence at depth 1 a command takes
-// latency + bytes/rate, and with n commands kept at the device one
+// depth n (the commands at the device, the one in service included); the
+// switch time, if its direction differs from the command served before
+// it; and a data part, its bytes at the direction's rate. The depth is
+// re-read whenever a command arrives or leaves, so a command part in
+// progress speeds up or slows down with it; the other parts take the same
+// time at every depth. Hence at depth 1 a command takes latency +
+// bytes/rate, and with n commands of one direction kept at the device one
 // completes every latency/speedup(n) + bytes/rate. This is a
 // flow-equivalent (load-dependent) server as in queueing network analysis
 // (Lazowska et al., Quantitative System Performance, 1984, ch. 8): it
@@ -58,6 +60,11 @@ type FlatParams struct {
 	// the command part is served than at depth 1 (nil: never faster).
 	ReadSpeedup  Speedup
 	WriteSpeedup Speedup
+	// SwitchTime is added to a command whose direction differs from that
+	// of the command served before it (a read after a write, a write
+	// after a read): what mixing reads and writes costs beyond each
+	// alone. 0 means nothing.
+	SwitchTime time.Duration
 }
 
 // SpeedupPoint is one point of a Speedup curve: at Depth commands, the
@@ -105,9 +112,12 @@ func ParseSpeedup(s string) (Speedup, error) {
 	return c, nil
 }
 
-// Validate checks that depths are positive and increasing and that every
-// factor is positive and at most its depth (n commands in parallel are at
-// most n times faster than one; so the factor at depth 1 is 1).
+// Validate checks that depths are positive and increasing, that every
+// factor is positive and finite, and that a point at depth 1 says 1. A
+// factor may exceed its depth: the data part is served one command at a
+// time, so a device that moves one command's data while it works on
+// others' commands is represented by a command part more than n times
+// faster at depth n.
 func (c Speedup) Validate() error {
 	for i, p := range c {
 		switch {
@@ -117,8 +127,6 @@ func (c Speedup) Validate() error {
 			return fmt.Errorf("%w: depth %d after %d: depths must increase", ErrSpeedup, p.Depth, c[i-1].Depth)
 		case !(p.Factor > 0) || math.IsInf(p.Factor, 0):
 			return fmt.Errorf("%w: %d:%g: factors must be positive", ErrSpeedup, p.Depth, p.Factor)
-		case p.Factor > float64(p.Depth):
-			return fmt.Errorf("%w: %d:%g: a factor can be at most its depth", ErrSpeedup, p.Depth, p.Factor)
 		case p.Depth == 1 && p.Factor != 1:
 			return fmt.Errorf("%w: 1:%g: the factor at depth 1 is 1 (the latency keys are depth-1 figures)", ErrSpeedup, p.Factor)
 		}
@@ -171,6 +179,8 @@ func (p *FlatParams) Validate() error {
 		return keyErr("read_mbps", "read_mbps must be a finite rate, 0 or more")
 	case !(p.WriteMBps >= 0) || math.IsInf(p.WriteMBps, 0):
 		return keyErr("write_mbps", "write_mbps must be a finite rate, 0 or more")
+	case p.SwitchTime < 0:
+		return keyErr("switch_time", "switch_time must not be negative")
 	}
 	if err := p.ReadSpeedup.Validate(); err != nil {
 		return keyErr("read_speedup", "%v", err)
@@ -193,12 +203,16 @@ type Flat struct {
 	// is in service.
 	queue []*Request
 	// The command in service: its command part left (ns at depth-1
-	// speed), its data part left (ns), its current speed, and when these
-	// were last brought up to date.
-	cmdLeft  float64
-	dataLeft float64
-	speed    float64
-	since    sim.Time
+	// speed), the rest left (switch time and data part, ns), its current
+	// speed, and when these were last brought up to date.
+	cmdLeft   float64
+	fixedLeft float64
+	speed     float64
+	since     sim.Time
+	// lastOp is the direction of the command served last (valid once
+	// served is set).
+	lastOp Op
+	served bool
 	// gen names the completion event in force; earlier ones are stale.
 	gen uint64
 }
@@ -276,7 +290,11 @@ func (d *Flat) start(now sim.Time) {
 	r := d.queue[0]
 	c, lat, mbps := d.curve(r.Op)
 	d.cmdLeft = float64(lat)
-	d.dataLeft = float64(transferTime(r.Bytes, mbps))
+	d.fixedLeft = float64(transferTime(r.Bytes, mbps))
+	if d.served && r.Op != d.lastOp {
+		d.fixedLeft += float64(d.p.SwitchTime)
+	}
+	d.lastOp, d.served = r.Op, true
 	d.speed = c.At(len(d.queue))
 	d.since = now
 	d.schedule()
@@ -294,7 +312,7 @@ func (d *Flat) advance(now sim.Time) {
 		el -= d.cmdLeft / d.speed
 		d.cmdLeft = 0
 	}
-	d.dataLeft = max(0, d.dataLeft-el)
+	d.fixedLeft = max(0, d.fixedLeft-el)
 }
 
 // respeed sets the speed of the command in service for the current depth
@@ -314,6 +332,26 @@ func (d *Flat) respeed() {
 // schedule (re)schedules the completion of the command in service.
 func (d *Flat) schedule() {
 	d.gen++
-	left := d.cmdLeft/d.speed + d.dataLeft
+	left := d.cmdLeft/d.speed + d.fixedLeft
 	d.e.At(d.since+sim.Time(math.Ceil(left)), d, d.gen)
+}
+
+// ProfileText returns p as the lines of a profile of kind "flat" (TOML:
+// `key = value`), which NewFromProfile reads back as p. Durations are
+// written to the nanosecond, rates to 0.1 MB/s.
+func (p FlatParams) ProfileText() string {
+	dur := func(d time.Duration) string { return strings.ReplaceAll(d.String(), "µ", "u") }
+	var b strings.Builder
+	fmt.Fprintf(&b, "kind = \"flat\"\nname = %q\ncapacity = %d\nlogical_block_size = %d\nmax_hw_sectors_kb = %d\nqueue_depth = %d\n",
+		p.Name, p.Capacity, p.LogicalBlockSize, p.MaxHWSectorsKB, p.QueueDepth)
+	fmt.Fprintf(&b, "read_latency = %q\nread_mbps = %s\n", dur(p.ReadLatency), strconv.FormatFloat(p.ReadMBps, 'f', 1, 64))
+	if len(p.ReadSpeedup) > 0 {
+		fmt.Fprintf(&b, "read_speedup = %q\n", p.ReadSpeedup)
+	}
+	fmt.Fprintf(&b, "write_latency = %q\nwrite_mbps = %s\n", dur(p.WriteLatency), strconv.FormatFloat(p.WriteMBps, 'f', 1, 64))
+	if len(p.WriteSpeedup) > 0 {
+		fmt.Fprintf(&b, "write_speedup = %q\n", p.WriteSpeedup)
+	}
+	fmt.Fprintf(&b, "switch_time = %q\n", dur(p.SwitchTime))
+	return b.String()
 }

@@ -1,7 +1,9 @@
 package blockdev
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,6 +155,30 @@ func TestFlatSpeedFollowsDepth(t *testing.T) {
 	assert.Equal(t, sim.Time(10*us+40960+10*us+40960), f.done[*b], "b alone once a left")
 }
 
+// Mechanism: a command whose direction differs from the one served before
+// it takes switch_time more, at every depth.
+func TestFlatSwitchTime(t *testing.T) {
+	f := newFlatDriver(t, "read_latency=10us", "write_latency=10us", "switch_time=5us", "read_speedup=1:1, 2:2")
+	r1 := f.submitAt(0, OpRead, 0, 4*KiB)       // the first command: nothing to switch from
+	w1 := f.submitAt(20*us, OpWrite, 8, 4*KiB)  // after a read
+	w2 := f.submitAt(40*us, OpWrite, 16, 4*KiB) // after a write
+	r2 := f.submitAt(60*us, OpRead, 24, 4*KiB)  // after a write
+	// Two reads behind a write: the first switches (its command part at
+	// speed 2 while the other waits), the second does not.
+	f.submitAt(100*us, OpWrite, 32, 4*KiB)
+	r3 := f.submitAt(100*us, OpRead, 40, 4*KiB)
+	r4 := f.submitAt(100*us, OpRead, 48, 4*KiB)
+	run(t, f.e)
+	assert.Equal(t, sim.Time(10*us), f.done[*r1])
+	assert.Equal(t, sim.Time(35*us), f.done[*w1])
+	assert.Equal(t, sim.Time(50*us), f.done[*w2])
+	assert.Equal(t, sim.Time(75*us), f.done[*r2])
+	// The write: 10us alone at the start (writes have no curve), done at
+	// 115us after its own switch; r3 from 115us: 10us/2 + 5us; r4 alone.
+	assert.Equal(t, sim.Time(125*us), f.done[*r3])
+	assert.Equal(t, sim.Time(135*us), f.done[*r4])
+}
+
 func TestFlatDefaults(t *testing.T) {
 	f := newFlatDriver(t, "read_latency=50us", "write_latency=60us")
 	d := f.d.(*Flat)
@@ -188,7 +214,6 @@ func TestParseSpeedup(t *testing.T) {
 		"1:1, 4:2, 4:3": "depths must increase",
 		"1:1, 4:0":      "factors must be positive",
 		"1:1, 4:NaN":    "factors must be positive",
-		"1:1, 2:3":      "at most its depth",
 		"1:0.5, 2:1":    "the factor at depth 1 is 1",
 	} {
 		_, err := ParseSpeedup(in)
@@ -208,9 +233,10 @@ func TestFlatProfileErrors(t *testing.T) {
 		{"zero write latency", append(slices.Clone(ok), "write_latency=0"), []string{`key "write_latency" = "0"`, "must be positive"}},
 		{"negative rate", append(slices.Clone(ok), "read_mbps=-1"), []string{`key "read_mbps"`, `"-1"`}},
 		{"infinite rate", append(slices.Clone(ok), "write_mbps=+Inf"), []string{`key "write_mbps"`}},
-		{"speedup beyond depth", append(slices.Clone(ok), "read_speedup=1:1, 2:2.5"), []string{`key "read_speedup"`, "at most its depth"}},
+		{"speedup at depth 1", append(slices.Clone(ok), "read_speedup=1:2, 2:2.5"), []string{`key "read_speedup"`, "the factor at depth 1 is 1"}},
 		{"speedup syntax", append(slices.Clone(ok), "write_speedup=1-1"), []string{`key "write_speedup"`, "DEPTH:FACTOR"}},
 		{"queue depth", append(slices.Clone(ok), "queue_depth=0"), []string{`key "queue_depth" = "0"`}},
+		{"negative switch time", append(slices.Clone(ok), "switch_time=-1us"), []string{`key "switch_time"`, `"-1us"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := NewFromProfile(newEngine(t), withWhere("f.toml:3", tc.kvs...))
@@ -221,5 +247,27 @@ func TestFlatProfileErrors(t *testing.T) {
 				assert.ErrorContains(t, err, s)
 			}
 		})
+	}
+}
+
+// ProfileText writes what NewFromProfile reads back.
+func TestFlatProfileTextRoundTrip(t *testing.T) {
+	for _, p := range []FlatParams{
+		{Name: "vda", Capacity: 300 << 20, LogicalBlockSize: 512, MaxHWSectorsKB: 1024, QueueDepth: 64,
+			ReadLatency: 41300 * time.Nanosecond, WriteLatency: 52*us + 7, ReadMBps: 1750.5, WriteMBps: 2100,
+			ReadSpeedup: Speedup{{2, 1.45}, {4, 1.9}, {32, 4.125}}, WriteSpeedup: Speedup{{1, 1}, {8, 3.5}}, SwitchTime: 12345},
+		{Name: "flat0", Capacity: 64 << 20, LogicalBlockSize: 4096, MaxHWSectorsKB: 128, QueueDepth: 8,
+			ReadLatency: ms, WriteLatency: 2 * ms},
+	} {
+		text := p.ProfileText()
+		vals := map[string]ProfileValue{}
+		for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			k, v, ok := strings.Cut(line, " = ")
+			require.True(t, ok, line)
+			vals[k] = ProfileValue{Text: strings.Trim(v, `"`), Where: fmt.Sprintf("p.toml:%d", i+1)}
+		}
+		d, err := NewFromProfile(newEngine(t), vals)
+		require.NoError(t, err, text)
+		assert.Equal(t, p, d.(*Flat).Params(), text)
 	}
 }

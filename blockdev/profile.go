@@ -160,6 +160,7 @@ var flatKeys = map[string]profileKey[FlatParams]{
 	"write_mbps":         floatKey("data rate of writes, MB/s (0: data is free)", func(p *FlatParams) *float64 { return &p.WriteMBps }),
 	"read_speedup":       speedupKey("how many times faster a read's command part is served at each depth, as DEPTH:FACTOR points (\"1:1, 4:1.9, 16:3.3\"; default: 1 at every depth)", func(p *FlatParams) *Speedup { return &p.ReadSpeedup }),
 	"write_speedup":      speedupKey("as read_speedup, for writes", func(p *FlatParams) *Speedup { return &p.WriteSpeedup }),
+	"switch_time":        durKey("added to a command whose direction differs from the command served before it, at every depth (0)", func(p *FlatParams) *time.Duration { return &p.SwitchTime }),
 }
 
 // kindDef is one device kind a profile may name.
