@@ -45,6 +45,11 @@ func (c *Config) SetRealDevice(spec string, opt realdev.Options) error {
 	return nil
 }
 
+// RealCostKeys returns the host cost keys that a real device's latency
+// already contains, which SetRealDevice sets to 0 (and a stack that
+// predicts a real device should too).
+func RealCostKeys() []string { return append([]string(nil), realCostKeys...) }
+
 // RealDevice returns the real target's spec, if SetRealDevice was called.
 func (c *Config) RealDevice() (realdev.Spec, bool) {
 	if c.real == nil {
