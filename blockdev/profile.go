@@ -150,6 +150,29 @@ var pmemKeys = map[string]profileKey[PMemParams]{
 	"latency":            durKey("fixed time added to each copy (0)", func(p *PMemParams) *time.Duration { return &p.Latency }),
 }
 
+func speedupKey[P any](doc string, f func(*P) *Speedup) profileKey[P] {
+	return profileKey[P]{doc, func(p *P, v string) error {
+		c, err := ParseSpeedup(v)
+		*f(p) = c
+		return err
+	}}
+}
+
+var flatKeys = map[string]profileKey[FlatParams]{
+	"name":               strKey("kernel device name (flat0)", func(p *FlatParams) *string { return &p.Name }),
+	"capacity":           sizeKey("size in bytes (required)", func(p *FlatParams) *int64 { return &p.Capacity }),
+	"logical_block_size": intKey("logical block size in bytes, 512 (default) or 4096", func(p *FlatParams) *int { return &p.LogicalBlockSize }),
+	"max_hw_sectors_kb":  intKey("largest request in KiB (1024)", func(p *FlatParams) *int { return &p.MaxHWSectorsKB }),
+	"queue_depth":        intKey("commands the device holds at once (64)", func(p *FlatParams) *int { return &p.QueueDepth }),
+	"read_latency":       durKey("command part of a read at depth 1: its latency less its data part (required)", func(p *FlatParams) *time.Duration { return &p.ReadLatency }),
+	"write_latency":      durKey("command part of a write at depth 1 (required)", func(p *FlatParams) *time.Duration { return &p.WriteLatency }),
+	"read_mbps":          floatKey("data rate of reads, MB/s, at every depth (0: data is free)", func(p *FlatParams) *float64 { return &p.ReadMBps }),
+	"write_mbps":         floatKey("data rate of writes, MB/s (0: data is free)", func(p *FlatParams) *float64 { return &p.WriteMBps }),
+	"read_speedup":       speedupKey("how many times faster a read's command part is served at each depth, as DEPTH:FACTOR points (\"1:1, 4:1.9, 16:3.3\"; default: 1 at every depth)", func(p *FlatParams) *Speedup { return &p.ReadSpeedup }),
+	"write_speedup":      speedupKey("as read_speedup, for writes", func(p *FlatParams) *Speedup { return &p.WriteSpeedup }),
+	"switch_time":        durKey("added to a command whose direction differs from the command served before it, at every depth (0)", func(p *FlatParams) *time.Duration { return &p.SwitchTime }),
+}
+
 // kindDef is one device kind a profile may name.
 type kindDef struct {
 	keys  func() [][2]string
@@ -169,6 +192,13 @@ var kinds = map[string]kindDef{
 			return nil, fmt.Errorf("%s: %w: hdd: key %q: has no effect with write_cache = false", v.Where, ErrProfile, "write_cache_size")
 		}
 		return checked(NewHDD(e, p))
+	}},
+	"flat": {keyDocs(flatKeys), func(e *sim.Engine, vals map[string]ProfileValue) (Device, error) {
+		p := DefaultFlatParams()
+		if err := applyKeys(&p, flatKeys, vals); err != nil {
+			return nil, err
+		}
+		return checked(NewFlat(e, p))
 	}},
 	"null": {keyDocs(nullKeys), func(e *sim.Engine, vals map[string]ProfileValue) (Device, error) {
 		p := DefaultNullParams()

@@ -29,7 +29,7 @@ func withWhere(where string, kvs ...string) map[string]ProfileValue {
 var memOK = []string{"kind=memory", "capacity=16m"}
 
 // allKinds is Kinds() as the error messages list them.
-const allKinds = "hdd, memory, null, nvme, pmem, sata-ssd, ufs"
+const allKinds = "flat, hdd, memory, null, nvme, pmem, sata-ssd, ufs"
 
 // profileFor returns a small valid profile of every kind.
 func profileFor(kind string) []string {

@@ -69,7 +69,7 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 	var real *realdev.Device
 	opt := sim.Options{Seed: seed, Host: host, LockClasses: lockClasses}
 	if c.real != nil {
-		wall = c.newWallClock()
+		wall = c.NewWallClock()
 		opt.Clock = wall
 	}
 	e := sim.New(opt)

@@ -2,8 +2,6 @@ package stack
 
 import (
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/blksim/blksim/blockdev/realdev"
 	"github.com/blksim/blksim/sim"
@@ -47,6 +45,11 @@ func (c *Config) SetRealDevice(spec string, opt realdev.Options) error {
 	return nil
 }
 
+// RealCostKeys returns the host cost keys that a real device's latency
+// already contains, which SetRealDevice sets to 0 (and a stack that
+// predicts a real device should too).
+func RealCostKeys() []string { return append([]string(nil), realCostKeys...) }
+
 // RealDevice returns the real target's spec, if SetRealDevice was called.
 func (c *Config) RealDevice() (realdev.Spec, bool) {
 	if c.real == nil {
@@ -55,17 +58,13 @@ func (c *Config) RealDevice() (realdev.Spec, bool) {
 	return c.real.spec, true
 }
 
-// newWallClock returns the wall clock for a real-device stack; the
-// BLKSIM_WALL_SPIN and BLKSIM_WALL_IDLE_SPIN environment variables
-// (durations) tune its polling windows (wallclock.Clock.Spin, IdleSpin).
-func (c *Config) newWallClock() *wallclock.Clock {
+// NewWallClock returns the wall clock for a real-device stack, with the
+// polling windows of the wall.spin and wall.idle_spin keys
+// (wallclock.Clock.Spin and IdleSpin).
+func (c *Config) NewWallClock() *wallclock.Clock {
 	w := wallclock.New()
-	if d, err := time.ParseDuration(os.Getenv("BLKSIM_WALL_SPIN")); err == nil {
-		w.Spin = d
-	}
-	if d, err := time.ParseDuration(os.Getenv("BLKSIM_WALL_IDLE_SPIN")); err == nil {
-		w.IdleSpin = d
-	}
+	w.Spin = c.duration("wall.spin")
+	w.IdleSpin = c.duration("wall.idle_spin")
 	return w
 }
 

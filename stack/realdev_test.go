@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/blksim/blksim/blockdev/realdev"
+	"github.com/blksim/blksim/sim/wallclock"
 	"github.com/blksim/blksim/workload"
 )
 
@@ -69,4 +71,30 @@ func TestSetRealDeviceBadSpec(t *testing.T) {
 	err := c.SetRealDevice("disk:/dev/sda", realdev.Options{})
 	assert.ErrorIs(t, err, ErrConfig)
 	assert.ErrorIs(t, err, realdev.ErrBadSpec)
+}
+
+func TestWallClockKeys(t *testing.T) {
+	c := Default()
+	w := c.NewWallClock()
+	assert.Equal(t, wallclock.DefaultSpin, w.Spin, "wall.spin defaults to the clock's own default")
+	assert.Equal(t, wallclock.DefaultIdleSpin, w.IdleSpin, "wall.idle_spin defaults to the clock's own default")
+
+	require.NoError(t, c.SetArg("wall.spin=20us"))
+	require.NoError(t, c.SetArg("wall.idle_spin=0"))
+	w = c.NewWallClock()
+	assert.Equal(t, 20*time.Microsecond, w.Spin)
+	assert.Zero(t, w.IdleSpin)
+
+	c, err := Parse("s.toml", []byte("wall.spin = \"50us\"\nwall.idle_spin = \"1ms\"\n"), "")
+	require.NoError(t, err)
+	w = c.NewWallClock()
+	assert.Equal(t, 50*time.Microsecond, w.Spin)
+	assert.Equal(t, time.Millisecond, w.IdleSpin)
+
+	for _, bad := range []string{"wall.spin=-1us", "wall.idle_spin=fast", "wall.poll=1us"} {
+		err := Default().SetArg(bad)
+		assert.ErrorIs(t, err, ErrConfig, bad)
+		k, _, _ := strings.Cut(bad, "=")
+		assert.Contains(t, err.Error(), k, "the error names the key")
+	}
 }

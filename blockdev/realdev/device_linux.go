@@ -52,6 +52,7 @@ type Device struct {
 	closed     bool
 	stats      Stats
 	gen        uint32 // this Open's generation, in every header written
+	probeSeq   uint64 // the sequence of Probe's last written stamp
 }
 
 // Open opens the target sp with O_DIRECT, after the safety checks, for an

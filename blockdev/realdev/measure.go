@@ -37,9 +37,9 @@ func (l Load) String() string {
 	return fmt.Sprintf("%s %dk QD%d", rw, l.BS>>10, l.QD)
 }
 
-// Measured is what Measure saw: completed requests per second, mean
-// completion latency (submission to completion, as fio's clat on the
-// device) and throughput.
+// Measured is what Measure saw: requests completed per second of the
+// measuring window, their mean latency (submission to completion, as
+// fio's clat on the device) and throughput.
 type Measured struct {
 	IOPS    float64
 	MeanLat time.Duration
@@ -78,8 +78,9 @@ func NewMeasurer(e *sim.Engine, d blockdev.Device, region int64) *Measurer {
 	return m
 }
 
-// Measure runs l for dur (after a warm-up of dur/10) and returns what it
-// measured. A failed request ends the measurement with its error.
+// Measure runs l for a warm-up of dur/10 and then a window of dur, and
+// returns what completed in the window. A failed request ends the
+// measurement with its error.
 func (m *Measurer) Measure(l Load, dur time.Duration) (Measured, error) {
 	if l.BS <= 0 || l.BS%int64(m.d.Limits().LogicalBlockSize) != 0 || l.BS > m.region || l.QD < 1 {
 		return Measured{}, fmt.Errorf("realdev: bad load %v", l)
@@ -97,7 +98,7 @@ func (m *Measurer) Measure(l Load, dur time.Duration) (Measured, error) {
 	if m.err != nil {
 		return Measured{}, m.err
 	}
-	el := time.Duration(m.e.Now() - m.start)
+	el := time.Duration(m.deadline - m.start)
 	if m.ios == 0 || el <= 0 {
 		return Measured{}, fmt.Errorf("realdev: %v: nothing completed", l)
 	}
@@ -134,7 +135,7 @@ func (m *Measurer) CompleteRequest(r *blockdev.Request) {
 	if r.Err != nil && m.err == nil {
 		m.err = r.Err
 	}
-	if r.Started >= m.start && now <= m.deadline {
+	if now >= m.start && now <= m.deadline {
 		m.ios++
 		m.bytes += r.Bytes
 		m.latSum += now - r.Started

@@ -4,6 +4,7 @@ package realdev
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/sim"
@@ -41,3 +42,8 @@ func (d *Device) Stats() Stats { return Stats{} }
 
 // Close does nothing.
 func (d *Device) Close() error { return nil }
+
+// Probe returns ErrNotSupported.
+func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error) {
+	return Measured{}, ErrNotSupported
+}

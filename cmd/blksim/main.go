@@ -141,9 +141,13 @@ func usage(w io.Writer) {
       list the stack keys, their defaults and meanings
   blksim run --device file:PATH[,size=N]|blk:/dev/NAME [--force] ...
       run the stack over a real O_DIRECT target on the wall clock
-  blksim calibrate TARGET [--out FILE] [--time D] [--region SIZE] [--force]
-      measure a real target and write a device profile (and FILE.stack.toml)
-      whose simulation predicts it
+  blksim calibrate TARGET [--out FILE] [--measure direct|engine] [--time D]
+                   [--repeat N] [--region SIZE] [--set wall.KEY=VALUE]... [--force]
+      measure a real target (latency by size alone, 4k IO by depth, larger
+      IO at depth, a read/write mix; N interleaved runs each, medians) and
+      write a flat device profile fitted to it (and FILE.stack.toml) whose
+      simulation predicts real runs: fio's (--measure direct, timed as fio
+      times IO) or blksim run --device's (--measure engine)
 `)
 }
 

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/blksim/blksim/blockdev/realdev"
 )
 
 func TestRunDeviceBadSpec(t *testing.T) {
@@ -44,3 +47,68 @@ func TestRunDeviceFile(t *testing.T) {
 }
 
 func noEnv(string) (string, bool) { return "", false }
+
+// calibrate on a temporary file writes a flat profile and a stack that
+// build, and the stack predicts a simulated run.
+func TestCalibrateFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dev.dat")
+	out := filepath.Join(dir, "cal.toml")
+	var stdout, errOut bytes.Buffer
+	status := run([]string{"calibrate", "file:" + path + ",size=16m", "--out", out, "--time", "10ms", "--repeat", "1",
+		"--region", "8m", "--set", "wall.idle_spin=50us"}, &stdout, &errOut, noEnv)
+	if status != exitOK && strings.Contains(errOut.String(), "O_DIRECT") {
+		t.Skipf("no O_DIRECT here: %s", errOut.String())
+	}
+	require.Equal(t, exitOK, status, errOut.String())
+	for _, l := range append(realdev.FitLoads(1<<20), calCheckLoads...) {
+		assert.Contains(t, stdout.String(), l.String())
+	}
+	assert.Contains(t, stdout.String(), "check (not fitted)")
+	prof, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(prof), "kind = \"flat\"")
+	assert.Contains(t, string(prof), "# Device profile fitted by blksim calibrate on file:"+path+",size=16777216 (--measure direct)")
+	st, err := os.ReadFile(filepath.Join(dir, "cal.stack.toml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(st), `device.profile = "cal.toml"`)
+	assert.Contains(t, string(st), `host.syscall = "0"`)
+
+	// The stack runs a simulated job on the profile.
+	stdout.Reset()
+	errOut.Reset()
+	status = run([]string{"run", "--stack", filepath.Join(dir, "cal.stack.toml"), "--name=j", "--rw=randread", "--bs=16k",
+		"--size=4m", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--runtime=50ms", "--time_based=1"}, &stdout, &errOut, noEnv)
+	require.Equal(t, exitOK, status, errOut.String())
+	assert.Contains(t, stdout.String(), "read: IOPS=")
+
+	// Through the engine, into the same file (blksim created it).
+	stdout.Reset()
+	errOut.Reset()
+	status = run([]string{"calibrate", "file:" + path, "--out", out, "--measure", "engine", "--time", "10ms", "--repeat", "1",
+		"--region", "8m"}, &stdout, &errOut, noEnv)
+	require.Equal(t, exitOK, status, errOut.String())
+	st, err = os.ReadFile(filepath.Join(dir, "cal.stack.toml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(st), "--measure engine: blksim run --device")
+}
+
+func TestCalibrateBadArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"calibrate"}, "one TARGET expected"},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--time", "1ms"}, "--time 1ms"},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--repeat", "0"}, "--repeat 0"},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--measure", "fio"}, `--measure "fio"`},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--region", "1m"}, `--region "1m"`},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--set", "host.cpus=2"}, "only the wall clock's keys"},
+		{[]string{"calibrate", "file:/nonexistent/x.dat", "--set", "wall.spin=soon"}, `key "wall.spin"`},
+		{[]string{"calibrate", "disk:/dev/sda"}, "bad device spec"},
+	} {
+		var stdout, errOut bytes.Buffer
+		assert.Equal(t, exitBadArgs, run(tc.args, &stdout, &errOut, noEnv), tc.args)
+		assert.Contains(t, errOut.String(), tc.msg, tc.args)
+	}
+}
