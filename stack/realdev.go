@@ -59,12 +59,13 @@ func (c *Config) RealDevice() (realdev.Spec, bool) {
 }
 
 // NewWallClock returns the wall clock for a real-device stack, with the
-// polling windows of the wall.spin and wall.idle_spin keys
-// (wallclock.Clock.Spin and IdleSpin).
+// polling of the wall.spin, wall.idle_spin and wall.idle_spin_inflight
+// keys (wallclock.Clock.Spin, IdleSpin and IdleSpinInFlight).
 func (c *Config) NewWallClock() *wallclock.Clock {
 	w := wallclock.New()
 	w.Spin = c.duration("wall.spin")
 	w.IdleSpin = c.duration("wall.idle_spin")
+	w.IdleSpinInFlight = c.integer("wall.idle_spin_inflight")
 	return w
 }
 

@@ -78,10 +78,13 @@ func TestWallClockKeys(t *testing.T) {
 	w := c.NewWallClock()
 	assert.Equal(t, wallclock.DefaultSpin, w.Spin, "wall.spin defaults to the clock's own default")
 	assert.Equal(t, wallclock.DefaultIdleSpin, w.IdleSpin, "wall.idle_spin defaults to the clock's own default")
+	assert.Equal(t, wallclock.DefaultIdleSpinInFlight, w.IdleSpinInFlight, "wall.idle_spin_inflight defaults to the clock's own default")
 
 	require.NoError(t, c.SetArg("wall.spin=20us"))
 	require.NoError(t, c.SetArg("wall.idle_spin=0"))
+	require.NoError(t, c.SetArg("wall.idle_spin_inflight=64"))
 	w = c.NewWallClock()
+	assert.Equal(t, 64, w.IdleSpinInFlight)
 	assert.Equal(t, 20*time.Microsecond, w.Spin)
 	assert.Zero(t, w.IdleSpin)
 

@@ -17,10 +17,12 @@ import (
 	"github.com/blksim/blksim/sim"
 )
 
-// Default spin windows; see Clock.Spin and Clock.IdleSpin.
+// Default polling; see Clock.Spin, Clock.IdleSpin and
+// Clock.IdleSpinInFlight.
 const (
-	DefaultSpin     = 100 * time.Microsecond
-	DefaultIdleSpin = 200 * time.Microsecond
+	DefaultSpin             = 100 * time.Microsecond
+	DefaultIdleSpin         = 200 * time.Microsecond
+	DefaultIdleSpinInFlight = 1 << 20
 )
 
 // delivery is one inbox entry: a handler to fire at the time it arrived.
@@ -45,6 +47,13 @@ type Clock struct {
 	// IdleSpin is how long the engine polls the inbox, with no event
 	// scheduled, before it sleeps until a delivery wakes it. Set before Run.
 	IdleSpin time.Duration
+	// IdleSpinInFlight limits that polling to when at most this many
+	// deliveries are outstanding (Expect'ed and not yet drained); the
+	// default is no limit. Polling saves the wake-up of a sleeping engine
+	// on each completion, but on a host with few CPUs the CPU it burns
+	// may be what the kernel's completion work and the reaping goroutines
+	// need. Set before Run.
+	IdleSpinInFlight int
 
 	base    time.Time
 	started atomic.Bool
@@ -68,7 +77,8 @@ type Clock struct {
 
 // New returns a wall clock with the default spin windows.
 func New() *Clock {
-	return &Clock{Spin: DefaultSpin, IdleSpin: DefaultIdleSpin, base: time.Now(), wake: make(chan struct{}, 1)}
+	return &Clock{Spin: DefaultSpin, IdleSpin: DefaultIdleSpin, IdleSpinInFlight: DefaultIdleSpinInFlight,
+		base: time.Now(), wake: make(chan struct{}, 1)}
 }
 
 // begin sets time zero on first use.
@@ -195,7 +205,8 @@ func (c *Clock) Wait(t sim.Time) bool {
 		if t >= 0 && now >= t {
 			return true
 		}
-		if t >= 0 && time.Duration(t-now) <= c.Spin || t < 0 && time.Since(idleSince) < c.IdleSpin {
+		if t >= 0 && time.Duration(t-now) <= c.Spin ||
+			t < 0 && c.expected <= c.IdleSpinInFlight && time.Since(idleSince) < c.IdleSpin {
 			runtime.Gosched()
 			continue
 		}

@@ -178,3 +178,42 @@ func TestAdvance(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 3*time.Millisecond)
 	assert.GreaterOrEqual(t, c.Now(), sim.Time(3*time.Millisecond))
 }
+
+// TestIdleSpinInFlight: with more deliveries outstanding than
+// IdleSpinInFlight, an idle wait sleeps at once instead of polling for
+// IdleSpin (an hour here); with few enough it polls (it is not asleep when
+// the delivery comes 300 ms later).
+func TestIdleSpinInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inFlight  int
+		wantSleep bool
+	}{
+		{"one in flight, limit 0: sleeps", 0, true},
+		{"one in flight, limit 1: polls", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			c.IdleSpin = time.Hour
+			c.IdleSpinInFlight = tc.inFlight
+			c.Expect()
+			slept := make(chan bool, 1)
+			go func() {
+				deadline := time.Now().Add(300 * time.Millisecond)
+				asleep := false
+				for !asleep && time.Now().Before(deadline) {
+					asleep = c.sleeping.Load()
+					time.Sleep(100 * time.Microsecond)
+				}
+				slept <- asleep
+				c.Post(nopHandler{}, 0)
+			}()
+			assert.False(t, c.Wait(-1), "a delivery ends the wait")
+			assert.Equal(t, tc.wantSleep, <-slept)
+		})
+	}
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Fire(uint64) {}
