@@ -107,12 +107,7 @@ func (fs *FS) DAX() bool { return fs.dax != nil }
 
 // ILock returns the file's second inode lock (xfs's ILOCK) on a DAX
 // filesystem whose policy has one, or nil.
-func (f *File) ILock() *sim.RWSem {
-	if f.fs.dax == nil {
-		return nil
-	}
-	return f.inode.ilock
-}
+func (f *File) ILock() *sim.RWSem { return f.inode.ilock }
 
 // daxSyscall is daxIO inside a read or write system call.
 func (f *File) daxSyscall(t *sim.Task, op blockdev.Op, off, n int64, s blockdev.Stamp, data *[]blockdev.StampRun) error {

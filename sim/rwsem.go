@@ -289,7 +289,7 @@ func (r *RWSem) spin(t *Task) {
 	t.spinSeq++
 	r.spinners.pushBack(t)
 	if r.opt.SpinLimit > 0 {
-		r.bindSpin(t, r.opt.SpinLimit)
+		r.bindSpin(t, r.opt.SpinLimit, false)
 	}
 	if t.waitWrite && r.readers > 0 {
 		r.bindReaderSpin(t)
@@ -300,26 +300,24 @@ func (r *RWSem) spin(t *Task) {
 // bindReaderSpin ends writer t's spin WriterSpinReaders from now if the
 // lock is then still in the same reader phase; a spin that outlasts the
 // phase (the lock went to a writer meanwhile) is not bounded by it.
-func (r *RWSem) bindReaderSpin(t *Task) {
-	seq, phase := t.spinSeq, r.readerPhases
-	r.e.AfterFunc(r.opt.WriterSpinReaders, func() {
-		if t.spinning && t.spinLock == r && t.spinSeq == seq && t.list == &r.spinners && r.readerPhases == phase && r.readers > 0 {
-			r.spinners.remove(t)
-			r.stopSpinning(t)
-		}
-	})
-}
+func (r *RWSem) bindReaderSpin(t *Task) { r.bindSpin(t, r.opt.WriterSpinReaders, true) }
 
-// bindSpin ends t's current spin d from now unless it has ended by then.
-func (r *RWSem) bindSpin(t *Task, d time.Duration) {
-	seq := t.spinSeq
+// bindSpin ends t's current spin d from now unless it has ended by then
+// (or, with samePhase, unless the lock has left the reader phase it is in
+// now).
+func (r *RWSem) bindSpin(t *Task, d time.Duration, samePhase bool) {
+	seq, phase := t.spinSeq, r.readerPhases
 	r.e.AfterFunc(d, func() {
 		// Fix (DAX runs): a spinner granted the lock is off the list
 		// but still spinning until it resumes; leave it be.
-		if t.spinning && t.spinLock == r && t.spinSeq == seq && t.list == &r.spinners {
-			r.spinners.remove(t)
-			r.stopSpinning(t)
+		if !t.spinning || t.spinLock != r || t.spinSeq != seq || t.list != &r.spinners {
+			return
 		}
+		if samePhase && (r.readerPhases != phase || r.readers == 0) {
+			return
+		}
+		r.spinners.remove(t)
+		r.stopSpinning(t)
 	})
 }
 
@@ -404,17 +402,7 @@ func (r *RWSem) unlocked() time.Duration {
 			s.wake(r.spinDelay(s))
 			return 0
 		}
-		for s := r.spinners.head; s != nil; {
-			next := s.nextW
-			if !s.waitWrite {
-				r.spinners.remove(s)
-				r.readers++
-				r.readerOwned = true
-				s.granted = true
-				s.wake(r.spinDelay(s))
-			}
-			s = next
-		}
+		// The head spinner is a reader: every spinning reader takes it.
 		r.toReaders()
 		return 0
 	}
@@ -468,10 +456,10 @@ func (r *RWSem) unlocked() time.Duration {
 	return 0
 }
 
-// toReaders deals with the spinners when the lock has gone to readers
-// (granted to waiting readers, or to spinning ones): reader spinners join
-// them (their trylock needs only no writer and no handoff, and the grant
-// has just served any handoff); writers keep spinning for at most
+// toReaders passes the lock, on release, to readers: the spinning ones
+// take it (their trylock needs only no writer and no handoff, and a grant
+// to waiting readers has just served any handoff), joining the waiting
+// readers already granted, if any; writers keep spinning for at most
 // WriterSpinReaders, if allowed, else sleep.
 func (r *RWSem) toReaders() {
 	r.readerPhases++
@@ -480,6 +468,7 @@ func (r *RWSem) toReaders() {
 		if !s.waitWrite {
 			r.spinners.remove(s)
 			r.readers++
+			r.readerOwned = true
 			s.granted = true
 			s.wake(r.spinDelay(s))
 		}

@@ -389,21 +389,7 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 	if err != nil {
 		return fail("job %q: %v", job, err)
 	}
-	// Rows in file order.
-	var rowNames []string
-	for _, k := range md.Keys() {
-		if len(k) == 2 && k[0] == "rows" {
-			rowNames = append(rowNames, k[1])
-		}
-	}
-	if len(rowNames) == 0 || len(rowNames) != len(pub.Rows) {
-		// A file without [rows.NAME] tables (or with rows written inline).
-		rowNames = rowNames[:0]
-		for n := range pub.Rows {
-			rowNames = append(rowNames, n)
-		}
-		sort.Strings(rowNames)
-	}
+	rowNames := tableNames(md, "rows", pub.Rows)
 	if len(rowNames) == 0 {
 		return fail("no [rows.NAME] tables")
 	}
@@ -503,6 +489,25 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 	return exp, runs, nil
 }
 
+// tableNames returns the names of the [kind.NAME] tables of m in file
+// order, or sorted when they were not all written as tables (inline).
+func tableNames[V any](md toml.MetaData, kind string, m map[string]V) []string {
+	var names []string
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == kind {
+			names = append(names, k[1])
+		}
+	}
+	if len(names) != len(m) {
+		names = names[:0]
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	return names
+}
+
 // inRatio reports whether some ratio names row.
 func inRatio(ratios map[string]publishedRatio, row string) bool {
 	for _, q := range ratios {
@@ -516,21 +521,8 @@ func inRatio(ratios map[string]publishedRatio, row string) bool {
 // loadRatios checks the [ratios.NAME] tables and returns them in file
 // order.
 func loadRatios(pub publishedFile, md toml.MetaData, rows []string) ([]report.ReproRatio, error) {
-	var names []string
-	for _, k := range md.Keys() {
-		if len(k) == 2 && k[0] == "ratios" {
-			names = append(names, k[1])
-		}
-	}
-	if len(names) != len(pub.Ratios) {
-		names = names[:0]
-		for n := range pub.Ratios {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-	}
 	var out []report.ReproRatio
-	for _, name := range names {
+	for _, name := range tableNames(md, "ratios", pub.Ratios) {
 		q := pub.Ratios[name]
 		for _, r := range []string{q.Of, q.Over} {
 			if !slices.Contains(rows, r) {
