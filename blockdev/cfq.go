@@ -40,23 +40,30 @@ type cfqQueue struct {
 // asyncKey is the queue of async (writeback) requests.
 const asyncKey = ^uint64(0)
 
-// cfq serves one queue at a time for a time slice, issuing at most
-// Quantum of its requests at once in sector order, and idles up to
-// SliceIdle for the served process's next sync request before moving to
-// the next busy queue. Idling keeps one reader's stream sequential on a
-// disk; with many readers of a fast device it lowers the device's queue
-// depth. Queues are looked up by key; their service order is round-robin,
-// in the order they became busy.
+// cfq serves one queue at a time for a time slice, issuing its requests
+// in sector order: at most Quantum/2 of them in flight until the first
+// completes, then Quantum, and any number when no other queue is busy
+// (cfq_may_dispatch). When the served queue runs empty, cfq idles up to
+// SliceIdle for the process's next sync request, waiting for the
+// requests it has in flight, before moving to the next busy queue.
+// Idling keeps one reader's stream sequential on a disk. On a
+// non-rotational device with a deep queue (cfq's hw_tag) it idles only
+// for the last busy queue and otherwise moves on at once, leaving the
+// served queue's requests in flight (cfq_should_idle), so many readers
+// still fill the device. Queues are looked up by key; their service order
+// is round-robin, in the order they became busy.
 type cfq struct {
-	e      *sim.Engine
-	q      *Queue
-	opt    CFQOptions
-	queues map[uint64]*cfqQueue
-	rr     []*cfqQueue // busy queues waiting for service
-	active *cfqQueue
-	slice  sim.Time // end of the active queue's slice
-	idling bool
-	gen    uint64 // invalidates stale idle timers
+	e        *sim.Engine
+	q        *Queue
+	opt      CFQOptions
+	nonrot   bool // non-rotational with a deep queue
+	queues   map[uint64]*cfqQueue
+	rr       []*cfqQueue // busy queues waiting for service
+	active   *cfqQueue
+	slice    sim.Time // end of the active queue's slice
+	sliceNew bool     // no request of the active queue completed yet
+	idling   bool
+	gen      uint64 // invalidates stale idle timers
 }
 
 func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
@@ -73,13 +80,23 @@ func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
 	def(&o.SliceIdle, 8*time.Millisecond)
 	def(&o.FifoExpireSync, 125*time.Millisecond)
 	def(&o.FifoExpireAsync, 250*time.Millisecond)
-	return &cfq{e: e, q: q, opt: o, queues: make(map[uint64]*cfqQueue)}
+	// cfq's hw_tag: the driver keeps more than CFQ_HW_QUEUE_MIN (5)
+	// requests in flight.
+	l := q.dev.Limits()
+	nonrot := !l.Rotational && l.QueueDepth > 5
+	return &cfq{e: e, q: q, opt: o, nonrot: nonrot, queues: make(map[uint64]*cfqQueue)}
 }
 
 func (c *cfq) name() string { return SchedCFQ }
 
-// keyOf is the queue a bio or request goes to: its process's for sync IO,
-// the shared async queue for writeback.
+// isSync is the kernel's op_is_sync: every read is synchronous, and a
+// write is when it is flagged so (direct IO, fsync's WB_SYNC_ALL
+// writeback).
+func isSync(op Op, flagged bool) bool { return op == OpRead || flagged }
+
+// keyOf is the queue a bio or request goes to: its process's for sync IO
+// (every read, buffered readahead included), the shared async queue for
+// other writes.
 func keyOf(sync bool, iss Issuer) uint64 {
 	if !sync {
 		return asyncKey
@@ -97,7 +114,8 @@ func (c *cfq) queueFor(key uint64, sync bool) *cfqQueue {
 }
 
 func (c *cfq) insert(q *Queue, r *Request) {
-	cq := c.queueFor(keyOf(r.Sync, r.Issuer), r.Sync)
+	sync := isSync(r.Op, r.Sync)
+	cq := c.queueFor(keyOf(sync, r.Issuer), sync)
 	r.cfqq = cq
 	expire := c.opt.FifoExpireAsync
 	if cq.sync {
@@ -127,7 +145,7 @@ func (c *cfq) insert(q *Queue, r *Request) {
 
 // bioMerge merges b into a request of its own queue (back, then front).
 func (c *cfq) bioMerge(q *Queue, b *Bio) bool {
-	cq := c.queues[keyOf(b.Sync, b.Issuer)]
+	cq := c.queues[keyOf(isSync(b.Op, b.Sync), b.Issuer)]
 	if cq == nil {
 		return false
 	}
@@ -176,6 +194,7 @@ func (c *cfq) selectNext(now sim.Time) bool {
 	c.rr = slices.Delete(c.rr, 0, 1)
 	cq.queued = false
 	c.active = cq
+	c.sliceNew = true
 	slice := c.opt.SliceAsync
 	if cq.sync {
 		slice = c.opt.SliceSync
@@ -199,8 +218,11 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			continue
 		}
 		if len(cq.sorted) > 0 {
-			if cq.inflight >= c.opt.Quantum || now >= c.slice && len(c.rr) > 0 {
+			if now >= c.slice && len(c.rr) > 0 {
 				return nil // wait for completions (then switch)
+			}
+			if limit := c.dispatchLimit(); limit > 0 && cq.inflight >= limit {
+				return nil
 			}
 			r := cq.sorted[0]
 			if head := cq.fifo[0]; head.deadline <= now {
@@ -211,10 +233,14 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			return r
 		}
 		// The active queue is empty.
+		if !c.shouldIdle(cq) {
+			c.expire()
+			continue
+		}
 		if cq.inflight > 0 {
 			return nil // CFQ waits for the served process's IO to finish
 		}
-		if cq.sync && c.opt.SliceIdle > 0 && now < c.slice {
+		if now < c.slice {
 			if !c.idling {
 				c.idling = true
 				c.gen++
@@ -224,6 +250,27 @@ func (c *cfq) dispatch(q *Queue) *Request {
 		}
 		c.expire()
 	}
+}
+
+// dispatchLimit is how many requests the active queue may have in flight
+// (0: no limit).
+func (c *cfq) dispatchLimit() int {
+	if len(c.rr) == 0 {
+		return 0 // the only busy queue
+	}
+	if c.sliceNew {
+		return max(c.opt.Quantum/2, 1)
+	}
+	return c.opt.Quantum
+}
+
+// shouldIdle reports whether cfq keeps the device for the active queue
+// cq once it has run empty.
+func (c *cfq) shouldIdle(cq *cfqQueue) bool {
+	if !cq.sync || c.opt.SliceIdle <= 0 {
+		return false
+	}
+	return !c.nonrot || len(c.rr) == 0
 }
 
 // Fire ends an idle wait that was not interrupted by a new request.
@@ -237,6 +284,9 @@ func (c *cfq) Fire(gen uint64) {
 
 func (c *cfq) completed(q *Queue, r *Request) {
 	if r.cfqq != nil {
+		if r.cfqq == c.active {
+			c.sliceNew = false
+		}
 		r.cfqq.inflight--
 		r.cfqq = nil
 	}

@@ -37,6 +37,9 @@ type Limits struct {
 	MaxSegmentSize int
 	// HWQueues is the number of hardware queues (0: 1).
 	HWQueues int
+	// Rotational is sysfs queue/rotational: the device seeks (a disk).
+	// cfq idles only for rotational devices or shallow queues.
+	Rotational bool
 }
 
 // Completer is told by a device when a request has finished.

@@ -390,7 +390,7 @@ func (d *HDD) Capacity() int64 { return d.p.Capacity }
 
 // Limits returns the device's limits.
 func (d *HDD) Limits() Limits {
-	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth}
+	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: true}
 }
 
 // Attach sets the completer.

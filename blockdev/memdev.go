@@ -16,6 +16,8 @@ type MemParams struct {
 	QueueDepth       int
 	Latency          time.Duration
 	MBps             float64
+	// Rotational makes the device report itself as a disk (Limits).
+	Rotational bool
 }
 
 // MemDevice keeps stamps in memory and completes requests after a fixed
@@ -54,7 +56,7 @@ func (d *MemDevice) Capacity() int64 { return d.p.Capacity }
 
 // Limits returns the device's limits.
 func (d *MemDevice) Limits() Limits {
-	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth}
+	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: d.p.Rotational}
 }
 
 // Attach sets the completer.

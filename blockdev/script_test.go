@@ -24,13 +24,14 @@ import (
 //	      [nomerges=N] [scheduler=none|mq-deadline] [depth=N]
 //	      [nr_requests=N] [hwqueues=N] [latency=DUR] [fifo_batch=N]
 //	      [writes_starved=N] [read_expire=DUR] [write_expire=DUR]
-//	      [front_merges=0|1]
+//	      [front_merges=0|1] [quantum=N] [slice_idle=DUR]
+//	      [slice_sync=DUR] [rotational=0|1]
 //	    a memory device with the given limits and per-request latency
 //	    (default 100us), and a queue on it.
 //	run
 //	    one line per action "TASK: OP [ARGS]"; each task runs its lines in
 //	    order, all tasks start at time 0, in order of first appearance.
-//	    OPs: plug, finish (the plug), read|write SECTOR SIZE, sleep DUR,
+//	    OPs: plug, finish (the plug), read|write SECTOR SIZE [async] (async: no REQ_SYNC), sleep DUR,
 //	    cpu DUR. The output is the block-layer trace, one event per line
 //	    (time, blkparse letter, direction, sector+sectors, task), then the
 //	    counters.
@@ -117,6 +118,8 @@ func (s *scriptQueue) setup(t *testing.T, d *datadriven.TestData) string {
 			}
 		case "slice_sync":
 			s.opt.CFQ.SliceSync = dur()
+		case "rotational":
+			s.mem.Rotational = v == "1"
 		case "front_merges":
 			s.opt.Deadline.NoFrontMerges = v == "0"
 		default:
@@ -210,7 +213,10 @@ func (s *scriptQueue) run(t *testing.T, input string) string {
 						errs = append(errs, fmt.Sprintf("%s %v: bad sector or size", st.op, st.args))
 						return
 					}
-					b := &Bio{Op: OpRead, Sector: sector, Bytes: size, Issuer: iss, Sync: true}
+					// A third argument "async" leaves REQ_SYNC off
+					// (buffered readahead, background writeback).
+					async := len(st.args) > 2 && st.args[2] == "async"
+					b := &Bio{Op: OpRead, Sector: sector, Bytes: size, Issuer: iss, Sync: !async}
 					if st.op == "write" {
 						b.Op = OpWrite
 					}

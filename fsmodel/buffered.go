@@ -609,7 +609,11 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 		from = wbc.RangeStart / pagecache.PageSize
 	}
 	tag := pagecache.TagDirty
-	if wbc.SyncMode == writeback.SyncAll {
+	// wbc_to_write_flags: WB_SYNC_ALL writeback is REQ_SYNC, which a
+	// scheduler serves as the caller's sync IO, and which f2fs's merged
+	// bio does not mix with other flags.
+	sync := wbc.SyncMode == writeback.SyncAll
+	if sync {
 		b.cache.TagForWriteback(f.ino(), from, to)
 		tag = pagecache.TagToWrite
 	}
@@ -669,9 +673,9 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				b.wb.AccountWriteback(1)
 				b.unlockPage(p)
 				if b.opt.Alloc == AllocLog {
-					fs.logAppend(plug, f, p, blk)
+					fs.logAppend(plug, f, p, blk, sync)
 				} else {
-					own = fs.appendPage(plug, own, f, p, blk) // ext4's mpage bio, this call's own
+					own = fs.appendPage(plug, own, f, p, blk, sync) // ext4's mpage bio, this call's own
 				}
 				wbc.NrToWrite--
 				last = p.Index() + 1
@@ -756,15 +760,17 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 }
 
 // appendPage adds page p, written to block blk, to the write bio pb,
-// submitting pb first when blk does not follow its last block or it is
-// full, and returns the bio the page went into.
-func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.Page, blk int64) *pageBio {
-	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > fs.buf.opt.BioMax) {
+// submitting pb first when blk does not follow its last block, it is
+// full, or its sync flag is not sync (f2fs merges a page only into a bio
+// of the same op flags), and returns the bio the page went into.
+func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache.Page, blk int64, sync bool) *pageBio {
+	if pb != nil && (!pb.contiguous(blk) || pb.bytes()+pagecache.PageSize > fs.buf.opt.BioMax || pb.bio.Sync != sync) {
 		plug.Submit(&pb.bio)
 		pb = nil
 	}
 	if pb == nil {
 		pb = fs.buf.newPageBio(blockdev.OpWrite)
+		pb.bio.Sync = sync
 	}
 	pb.stampWrite(p, blk)
 	pb.add(p, blk)
@@ -775,9 +781,9 @@ func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache
 // logAppend adds a page to the filesystem-wide merged write bio (f2fs's
 // sbi->write_io[DATA]): appended whenever its block follows the last one,
 // whichever inode it belongs to; a full bio goes out at once.
-func (fs *FS) logAppend(plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64) {
+func (fs *FS) logAppend(plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64, sync bool) {
 	b := fs.buf
-	b.shared = fs.appendPage(plug, b.shared, f, p, blk)
+	b.shared = fs.appendPage(plug, b.shared, f, p, blk, sync)
 	if b.shared.bytes() >= b.opt.BioMax {
 		plug.Submit(&b.shared.bio)
 		b.shared = nil

@@ -34,7 +34,9 @@ func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSR
 	cache, err := pagecache.New(pagecache.Options{LimitPages: cachePages})
 	require.NoError(t, err)
 	pol := writeback.Default{}
-	if mutex {
+	if alloc == AllocLog {
+		// as the stack builds f2fs: the sync-request skip always, the
+		// mutex as asked
 		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
 	}
 	require.NoError(t, fsys.EnableBuffered(BufferedOptions{Cache: cache, Policy: pol, AvailablePages: int64(cachePages),
@@ -97,14 +99,16 @@ func interleave(t *testing.T, s *bufStack, nFiles int, fileSize int64) []*File {
 // up in many small extents; with it each file's dirty range is allocated
 // as one run. Write bios stay large either way (the merged write bio is
 // appended whenever the next block is adjacent, whichever inode it is
-// for).
+// for). The cache is large enough that no background writeback starts
+// before the fsyncs (see TestF2FSMixedSyncModesSplitWrites for what it
+// does when it has).
 func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		mutex bool
 	}{{"without mutex", false}, {"with mutex", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
+			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<18)
 			files := interleave(t, s, 8, 4<<20)
 			var extents int
 			for _, f := range files {
@@ -119,6 +123,40 @@ func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
 				assert.Greater(t, extents, 20*len(files))
 			}
 			assert.Greater(t, float64(big*(512<<10)), 0.7*float64(st.Sectors[blockdev.OpWrite]*512), "write requests mostly 512 KiB")
+		})
+	}
+}
+
+// f2fs's merged write bio takes a page only when its op flags match the
+// bio's, and WB_SYNC_ALL writeback is REQ_SYNC while the flusher's is
+// not. The sync-request skip keeps the flusher out of writepages calls
+// that start while an fsync runs, but not out of one it is already in:
+// here background writeback (the dirty data pass a tenth of the small
+// cache) is inside file 0 when the eight fsyncs start, and, without the
+// mutex, its pages land between theirs and cut the merged bio at every
+// switch. With the mutex the fsyncs wait for it and the bios stay whole.
+func TestF2FSMixedSyncModesSplitWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mutex bool
+	}{{"without mutex", false}, {"with mutex", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
+			interleave(t, s, 8, 4<<20)
+			st := s.q.Stats()
+			var small, total uint64
+			for size, n := range st.DispatchedSizes[blockdev.OpWrite] {
+				total += n
+				if size < 64<<10 {
+					small += n
+				}
+			}
+			t.Logf("%s: write requests %v", tc.name, st.DispatchedSizes[blockdev.OpWrite])
+			if tc.mutex {
+				assert.Less(t, float64(small), 0.1*float64(total))
+			} else {
+				assert.Greater(t, float64(small), 0.8*float64(total))
+			}
 		})
 	}
 }

@@ -262,9 +262,11 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		if c.Get("f2fs.writepages_rule") == "merged" {
 			rule = writeback.F2FSMerged
 		}
-		if opt.WritepagesMutex {
-			pol.Serializer = writeback.F2FSSerialize{Rule: rule}
-		}
+		// The sync-request skip (v4.18, "avoid IO split due to mixed
+		// WB_SYNC_ALL and WB_SYNC_NONE") predates the mutex, so it
+		// applies without the mutex too; the mutex is taken only when
+		// f2fs.writepages_mutex is on.
+		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
 	}
 	opt.Policy = pol
 	if err := fsys.EnableBuffered(opt); err != nil {

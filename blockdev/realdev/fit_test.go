@@ -183,3 +183,17 @@ func TestMedian(t *testing.T) {
 	assert.Equal(t, Measured{IOPS: 2, MeanLat: 40}, Median(runs[:2]), "even count: the mean of the middle two")
 	assert.Zero(t, Median(nil))
 }
+
+// A target slower than the measuring window (a loaded machine) measures
+// slow instead of failing: the window stretches to the first completion.
+func TestMeasureStretchesWindowForSlowTarget(t *testing.T) {
+	mk := func(e *sim.Engine) blockdev.Device {
+		return blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: 64 << 20, Latency: 30 * time.Millisecond})
+	}
+	got := measureSim(t, mk, Load{BS: 4096, QD: 4, ReadPct: 100}, 10*time.Millisecond)
+	// All four first requests complete at 30 ms, past the window's end
+	// (11 ms): they are counted, over a window of 29 ms.
+	assert.Equal(t, 4, got.IOs)
+	assert.Equal(t, 30*time.Millisecond, got.MeanLat)
+	assert.InDelta(t, 4/0.029, got.IOPS, 0.5)
+}

@@ -78,7 +78,8 @@ func NewMeasurer(e *sim.Engine, d blockdev.Device, region int64) *Measurer {
 	return m
 }
 
-// Measure runs l for a warm-up of dur/10 and then a window of dur, and
+// Measure runs l for a warm-up of dur/10 and then a window of dur
+// (stretched to the first completion if none falls inside it), and
 // returns what completed in the window. A failed request ends the
 // measurement with its error.
 func (m *Measurer) Measure(l Load, dur time.Duration) (Measured, error) {
@@ -135,7 +136,11 @@ func (m *Measurer) CompleteRequest(r *blockdev.Request) {
 	if r.Err != nil && m.err == nil {
 		m.err = r.Err
 	}
-	if now >= m.start && now <= m.deadline {
+	if now >= m.start && (now <= m.deadline || m.ios == 0) {
+		// A loaded machine may complete nothing within the window:
+		// then the window stretches to the first completion after it,
+		// so a slow target measures slow rather than failing.
+		m.deadline = max(m.deadline, now)
 		m.ios++
 		m.bytes += r.Bytes
 		m.latSum += now - r.Started

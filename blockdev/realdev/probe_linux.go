@@ -112,7 +112,12 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 			case res >= 0 && int64(res) != l.BS && ioErr == nil:
 				ioErr = fmt.Errorf("realdev %s: probe %v: short transfer (%d of %d bytes): %w", d.t.name, l, res, l.BS, blockdev.ErrIO)
 			}
-			if !now.Before(warm) && !now.After(deadline) {
+			if !now.Before(warm) && (!now.After(deadline) || ios == 0) {
+				// Nothing in the window (a loaded machine): it
+				// stretches to this first completion after it.
+				if now.After(deadline) {
+					deadline = now
+				}
 				ios++
 				bytes += l.BS
 				latSum += now.Sub(started[i])
@@ -130,6 +135,7 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 	if ios == 0 {
 		return Measured{}, fmt.Errorf("realdev %s: probe %v: nothing completed", d.t.name, l)
 	}
-	return Measured{IOPS: float64(ios) / dur.Seconds(), MeanLat: latSum / time.Duration(ios),
-		MBps: float64(bytes) / dur.Seconds() / 1e6, IOs: ios}, nil
+	win := deadline.Sub(warm).Seconds()
+	return Measured{IOPS: float64(ios) / win, MeanLat: latSum / time.Duration(ios),
+		MBps: float64(bytes) / win / 1e6, IOs: ios}, nil
 }
