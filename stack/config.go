@@ -115,8 +115,9 @@ var keyDefs = []keyDef{
 	{"rwsem.writer_spin_readers", kDuration, "0", "a spinning writer also spins on a lock owned by readers for at most this long (0: never, 4.8-5.2; 5.3+ spins 10-25us; 4.7 and the 2016 reader-spinning RFC's base spun a few us while the owner field was empty)", nil},
 	{"rwsem.spin_limit", kDuration, "0", "longest optimistic spin before a spinner sleeps (0: until the owner sleeps)", nil},
 	{"wall.spin", kDuration, "100us", "real device runs (--device): how close to an event's time the wall clock stops sleeping and polls (timers overshoot by tens of microseconds; polling burns a CPU but is exact); ignored by simulated runs", nil},
-	{"wall.idle_spin_inflight", kInt, "1048576", "real device runs (--device): the wall clock polls while idle (wall.idle_spin) only when at most this many IOs are in flight, else it sleeps at once and leaves the CPU to the kernel's completion work (measured on 2 CPUs, blockdev/realdev/FIO.md: 1 lifts io_uring iodepth=32 by ~15% and slows 8 psync jobs by ~25%); ignored by simulated runs", nil},
-	{"wall.idle_spin", kDuration, "200us", "real device runs (--device): how long the wall clock polls for completions, with no event due, before it sleeps until one arrives (0: sleep at once); ignored by simulated runs", nil},
+	{"wall.idle_spin_inflight", kInt, "1048576", "real device runs (--device): the wall clock polls while idle (wall.idle_spin) only when at most this many IOs are in flight, else it sleeps at once and leaves the CPU to the kernel's completion work (measured on 2 CPUs with the reaper goroutine, blockdev/realdev/FIO.md: 1 lifted io_uring iodepth=32 by ~15% and slowed 8 psync jobs by ~25%); ignored by simulated runs", nil},
+	{"wall.reaper", kBool, "false", "real device runs (--device): collect completions on a reaper goroutine that posts them to the engine, instead of the engine waiting for them in io_uring_enter itself (the default where the kernel supports a timeout there, 5.11+); ignored by simulated runs", nil},
+	{"wall.idle_spin", kDuration, "200us", "real device runs (--device): how long the wall clock polls for completions (on the io_uring completion ring when the engine reaps), with no event due, before it sleeps until one arrives (0: sleep at once); ignored by simulated runs", nil},
 }
 
 // patternKeys document the key families whose names hold a variable part.

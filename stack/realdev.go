@@ -78,6 +78,7 @@ func (c *Config) openReal(e *sim.Engine, w *wallclock.Clock) (*realdev.Device, e
 	if kb := c.integer("queue.max_hw_sectors_kb"); kb > 0 && opt.MaxHWSectorsKB == 0 {
 		opt.MaxHWSectorsKB = kb
 	}
+	opt.Reaper = c.boolean("wall.reaper")
 	d, err := realdev.Open(e, w, c.real.spec, opt)
 	if err != nil {
 		return nil, fmt.Errorf("--device: %w", err)

@@ -29,11 +29,16 @@ func (d *done) CompleteRequest(r *blockdev.Request) { d.reqs = append(d.reqs, r)
 // test where the directory's filesystem refuses O_DIRECT or io_uring is
 // unavailable.
 func openTemp(t *testing.T, e *sim.Engine, c *wallclock.Clock, size string) (*Device, string) {
+	return openTempWith(t, e, c, size, Options{QueueDepth: 16})
+}
+
+// openTempWith is openTemp with options.
+func openTempWith(t *testing.T, e *sim.Engine, c *wallclock.Clock, size string, opt Options) (*Device, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dev.dat")
 	sp, err := ParseSpec("file:" + path + ",size=" + size)
 	require.NoError(t, err)
-	d, err := Open(e, c, sp, Options{QueueDepth: 16})
+	d, err := Open(e, c, sp, opt)
 	if errors.Is(err, ErrNoDirectIO) || errors.Is(err, ErrNotSupported) {
 		t.Skipf("no real device here: %v", err)
 	}
@@ -58,11 +63,26 @@ func run(t *testing.T, e *sim.Engine, d *Device, reqs ...*blockdev.Request) {
 	require.NoError(t, e.Run(-1))
 }
 
+// Both ways of collecting completions (the engine goroutine in
+// io_uring_enter, or a reaper goroutine) write, read back and verify the
+// same stamps.
 func TestWriteReadStamps(t *testing.T) {
+	for _, reaper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "engine reaps", true: "reaper goroutine"}[reaper], func(t *testing.T) {
+			testWriteReadStamps(t, reaper)
+		})
+	}
+}
+
+func testWriteReadStamps(t *testing.T, reaper bool) {
 	c := wallclock.New()
 	e := sim.New(sim.Options{Clock: c})
 	defer e.Close()
-	d, _ := openTemp(t, e, c, "4m")
+	d, _ := openTempWith(t, e, c, "4m", Options{QueueDepth: 16, Reaper: reaper})
+	if !reaper && !d.polled {
+		t.Skip("this kernel's io_uring_enter takes no timeout (before 5.11): only the reaper runs")
+	}
+	assert.Equal(t, reaper, !d.polled)
 	var got done
 	d.Attach(&got)
 	assert.Equal(t, int64(4<<20), d.Capacity())
@@ -223,4 +243,52 @@ func TestLoopDevice(t *testing.T) {
 	run(t, e, d, rd)
 	require.NoError(t, rd.Err)
 	assert.Equal(t, []blockdev.StampRun{{Sector: 8, Sectors: 8}, {Sector: 16, Sectors: 32, Stamp: s}, {Sector: 48, Sectors: 24}}, rd.Bios[0].Data)
+}
+
+// A full queue submitted at one instant (more than maxBatch requests)
+// goes to the kernel in batches; every request completes and reads back
+// its own stamp.
+func TestFullQueueAtOnce(t *testing.T) {
+	c := wallclock.New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	d, _ := openTemp(t, e, c, "4m")
+	var got done
+	d.Attach(&got)
+	var w, r []*blockdev.Request
+	for i := range int64(16) {
+		w = append(w, newReq(blockdev.OpWrite, i*64, 4096, blockdev.Stamp{Writer: 7, Seq: uint64(i + 1)}))
+		r = append(r, newReq(blockdev.OpRead, i*64, 4096, blockdev.Stamp{}))
+	}
+	run(t, e, d, w...)
+	run(t, e, d, r...)
+	require.Len(t, got.reqs, 32)
+	for i, rd := range r {
+		require.NoError(t, rd.Err)
+		assert.Equal(t, []blockdev.StampRun{{Sector: int64(i) * 64, Sectors: 8, Stamp: blockdev.Stamp{Writer: 7, Seq: uint64(i + 1)}}}, rd.Bios[0].Data)
+	}
+}
+
+// When the ring itself fails (here its descriptor is closed under it), a
+// polled device fails the requests it holds instead of leaving the run
+// waiting for completions that cannot come.
+func TestBrokenRingFailsRequests(t *testing.T) {
+	c := wallclock.New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	d, _ := openTemp(t, e, c, "1m")
+	if !d.polled {
+		t.Skip("this kernel's io_uring_enter takes no timeout (before 5.11): no polled device")
+	}
+	var got done
+	d.Attach(&got)
+	r := newReq(blockdev.OpWrite, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1})
+	e.AfterFunc(0, func() {
+		require.NoError(t, syscall.Close(d.ring.fd))
+		d.Submit(r)
+	})
+	require.NoError(t, e.Run(-1))
+	require.Len(t, got.reqs, 1)
+	assert.ErrorIs(t, r.Err, syscall.EIO)
+	assert.ErrorIs(t, d.Close(), syscall.EBADF)
 }

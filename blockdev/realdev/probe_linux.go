@@ -96,10 +96,19 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 		ioErr  error
 	)
 	for inflight > 0 {
-		if err := ring.submit(); err != nil {
-			return Measured{}, fmt.Errorf("realdev %s: probe: %w", d.t.name, err)
+		var err error
+		if ring.extArg {
+			// One io_uring_enter submits and waits, as fio's does.
+			if ring.ready() {
+				err = ring.submit()
+			}
+			for err == nil && !ring.ready() {
+				err = ring.submitAndWait(time.Second)
+			}
+		} else if err = ring.submit(); err == nil {
+			err = ring.wait()
 		}
-		if err := ring.wait(); err != nil {
+		if err != nil {
 			return Measured{}, fmt.Errorf("realdev %s: probe: %w", d.t.name, err)
 		}
 		ring.reap(func(ud uint64, res int32) {

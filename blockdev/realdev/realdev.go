@@ -5,9 +5,12 @@
 // Targets are named by a spec: "file:PATH[,size=N]" (a regular file, created
 // and filled if absent) or "blk:/dev/NAME" (a whole block device or
 // partition). Requests go to the target with O_DIRECT through an io_uring
-// submitted from the engine goroutine; one reaper goroutine takes the
-// completions and posts them to the wall clock's inbox, so they run as
-// engine events. Alignment comes from statx's STATX_DIOALIGN.
+// submitted from the engine goroutine. The engine goroutine also collects
+// the completions, waiting for them in io_uring_enter when it has nothing
+// else due (the device is the wall clock's Poller); on kernels before 5.11,
+// or with Options.Reaper, a reaper goroutine does. Either way completions
+// go through the wall clock's inbox, so they run as engine events.
+// Alignment comes from statx's STATX_DIOALIGN.
 //
 // Data is carried as stamps: every 512-byte sector written begins with a
 // header (magic, sector number, writer, generation, sequence, CRC-32C of the
@@ -147,11 +150,15 @@ type Options struct {
 	// faster to create, but reads of never-written blocks then do not
 	// reach the device on most filesystems.
 	NoFill bool
+	// Reaper makes a reaper goroutine collect completions, as on kernels
+	// before 5.11, instead of the engine goroutine (see Device).
+	Reaper bool
 }
 
 // Stats are a device's counters since Open.
 type Stats struct {
-	// Backend is how IO reaches the kernel ("io_uring").
+	// Backend is how IO reaches the kernel: "io_uring", or "io_uring
+	// (engine reaps)" when the engine goroutine collects completions.
 	Backend string
 	// LogicalBlockSize and MemAlign are the direct-IO offset and memory
 	// alignments (statx STATX_DIOALIGN).

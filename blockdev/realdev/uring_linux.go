@@ -2,15 +2,18 @@ package realdev
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // A minimal io_uring over raw syscalls: one submitter (the engine
-// goroutine) and one completer (the reaper goroutine), no SQPOLL.
+// goroutine) and one completer (a reaper goroutine, or the engine
+// goroutine itself when the kernel can wait with a timeout), no SQPOLL.
 
 const (
 	ioringOffSQRing = 0
@@ -18,7 +21,9 @@ const (
 	ioringOffSQEs   = 0x10000000
 
 	ioringFeatSingleMmap = 1 << 0
+	ioringFeatExtArg     = 1 << 8 // 5.11: io_uring_enter takes a timeout
 	ioringEnterGetEvents = 1 << 0
+	ioringEnterExtArg    = 1 << 3
 
 	opNop   = 0
 	opRead  = 22 // IORING_OP_READ (5.6)
@@ -40,6 +45,14 @@ type uringParams struct {
 	resv                                                                   [3]uint32
 	sqOff                                                                  sqringOffsets
 	cqOff                                                                  cqringOffsets
+}
+
+// getEventsArg is struct io_uring_getevents_arg.
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64
 }
 
 type sqe struct {
@@ -82,6 +95,7 @@ type uring struct {
 	cqes    unsafe.Pointer
 	entries uint32
 	pending uint32 // SQEs written but not yet entered
+	extArg  bool   // IORING_FEAT_EXT_ARG
 }
 
 func newURing(entries uint32) (*uring, error) {
@@ -90,7 +104,7 @@ func newURing(entries uint32) (*uring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	u := &uring{fd: int(fd), entries: p.sqEntries}
+	u := &uring{fd: int(fd), entries: p.sqEntries, extArg: p.features&ioringFeatExtArg != 0}
 	if p.features&ioringFeatSingleMmap == 0 {
 		unix.Close(u.fd)
 		return nil, fmt.Errorf("io_uring without IORING_FEAT_SINGLE_MMAP: %w", ErrNotSupported)
@@ -161,6 +175,38 @@ func (u *uring) wait() error {
 		}
 	}
 	return nil
+}
+
+// ready reports whether a completion is waiting (completer only).
+func (u *uring) ready() bool { return atomic.LoadUint32(u.cqHead) != atomic.LoadUint32(u.cqTail) }
+
+// submitAndWait enters the queued SQEs and waits until a completion is
+// ready or d has passed, in one io_uring_enter (needs extArg; submitter
+// and completer only). A timeout is not an error.
+func (u *uring) submitAndWait(d time.Duration) error {
+	ts := unix.NsecToTimespec(int64(d))
+	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	for {
+		n, _, errno := syscall.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(u.pending), 1,
+			ioringEnterGetEvents|ioringEnterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+		runtime.KeepAlive(&ts) // arg holds its address as an integer
+		if errno == 0 || errno == syscall.ETIME || errno == syscall.EINTR {
+			if errno == 0 {
+				u.pending -= uint32(n)
+			}
+			if u.pending == 0 || errno != 0 {
+				return nil
+			}
+			continue // not all submitted: enter the rest
+		}
+		if errno == syscall.EAGAIN || errno == syscall.EBUSY {
+			if err := u.submit(); err != nil {
+				return err
+			}
+			continue
+		}
+		return fmt.Errorf("io_uring_enter(GETEVENTS): %w", errno)
+	}
 }
 
 // reap calls fn for each ready completion (completer only).

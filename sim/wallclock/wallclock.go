@@ -25,6 +25,29 @@ const (
 	DefaultIdleSpinInFlight = 1 << 20
 )
 
+// MaxPoll bounds one blocking Poll, so that an Interrupt (which cannot
+// wake a thread blocked in the kernel) is seen within it.
+const MaxPoll = 20 * time.Millisecond
+
+// Poller is a device whose completions the engine goroutine collects
+// itself, instead of a goroutine posting them: the wall clock lets it do
+// the clock's idle waiting, so one thread submits, waits and reaps (as fio
+// does) with no hand-off between threads. Every method is called on the
+// engine goroutine, from the clock's Advance and Wait.
+type Poller interface {
+	// Flush hands the device the work queued since the last call
+	// (requests submitted to the model but not yet to the kernel). The
+	// clock calls it before the engine waits or sleeps, so requests
+	// issued at one instant go to the kernel together.
+	Flush()
+	// InFlight reports whether IO is outstanding that Poll can wait for.
+	InFlight() bool
+	// Poll collects completions and posts each with Clock.Post. It first
+	// checks for them without blocking for up to spin, then blocks until
+	// at least one arrives or wait has passed (wait <= 0: do not block).
+	Poll(spin, wait time.Duration)
+}
+
 // delivery is one inbox entry: a handler to fire at the time it arrived.
 type delivery struct {
 	h   sim.Handler
@@ -72,8 +95,13 @@ type Clock struct {
 	intArg      uint64
 	intFired    bool
 
-	expected int // engine goroutine only
+	expected int    // engine goroutine only
+	poller   Poller // engine goroutine only
 }
+
+// SetPoller makes p do the clock's idle waiting while it has IO in flight
+// (see Poller). Engine goroutine only, before Run; at most one.
+func (c *Clock) SetPoller(p Poller) { c.poller = p }
 
 // New returns a wall clock with the default spin windows.
 func New() *Clock {
@@ -147,6 +175,9 @@ func (c *Clock) Interrupted() bool { return c.interrupted.Load() }
 // leaving deliveries for Drain.
 func (c *Clock) Advance(t sim.Time) {
 	c.begin()
+	if c.poller != nil && t > c.Now() {
+		c.poller.Flush()
+	}
 	for {
 		rem := time.Duration(t - c.Now())
 		if rem <= 0 {
@@ -196,6 +227,9 @@ func (c *Clock) Outstanding() int { return c.expected }
 // delivery only.
 func (c *Clock) Wait(t sim.Time) bool {
 	c.begin()
+	if c.poller != nil && (t < 0 || t > c.Now()) {
+		c.poller.Flush()
+	}
 	idleSince := time.Now()
 	for {
 		if c.ready.Load() {
@@ -205,6 +239,10 @@ func (c *Clock) Wait(t sim.Time) bool {
 		if t >= 0 && now >= t {
 			return true
 		}
+		if c.poller != nil && c.poller.InFlight() {
+			c.poll(t, now, idleSince)
+			continue
+		}
 		if t >= 0 && time.Duration(t-now) <= c.Spin ||
 			t < 0 && c.expected <= c.IdleSpinInFlight && time.Since(idleSince) < c.IdleSpin {
 			runtime.Gosched()
@@ -212,6 +250,25 @@ func (c *Clock) Wait(t sim.Time) bool {
 		}
 		c.waitOnce(t)
 	}
+}
+
+// poll lets the poller wait for completions until t (t < 0: no event
+// pending), spinning first as Wait would, and waking Spin/2 before t.
+func (c *Clock) poll(t, now sim.Time, idleSince time.Time) {
+	var spin time.Duration
+	if c.expected <= c.IdleSpinInFlight {
+		spin = max(c.IdleSpin-time.Since(idleSince), 0)
+	}
+	wait := MaxPoll
+	if t >= 0 {
+		rem := time.Duration(t - now)
+		if rem <= c.Spin {
+			spin, wait = rem, 0
+		} else {
+			wait = min(wait, rem-c.Spin/2)
+		}
+	}
+	c.poller.Poll(spin, wait)
 }
 
 // waitOnce sleeps until Spin before t (t < 0: until woken) or a delivery.

@@ -217,3 +217,93 @@ func TestIdleSpinInFlight(t *testing.T) {
 type nopHandler struct{}
 
 func (nopHandler) Fire(uint64) {}
+
+// fakePoller stands in for a device whose completions the engine goroutine
+// collects: requests "complete" after lat, and Poll sleeps (rather than
+// blocks in the kernel) until then.
+type fakePoller struct {
+	c        *Clock
+	h        sim.Handler
+	lat      time.Duration
+	queued   []uint64    // submitted, not flushed
+	inflight []uint64    // flushed
+	due      []time.Time // completion times of inflight
+	flushes  int
+	polls    []time.Duration // the wait of each Poll
+}
+
+func (p *fakePoller) submit(arg uint64) {
+	p.c.Expect()
+	p.queued = append(p.queued, arg)
+}
+
+func (p *fakePoller) Flush() {
+	if len(p.queued) == 0 {
+		return
+	}
+	p.flushes++
+	for _, a := range p.queued {
+		p.inflight = append(p.inflight, a)
+		p.due = append(p.due, time.Now().Add(p.lat))
+	}
+	p.queued = p.queued[:0]
+}
+
+func (p *fakePoller) InFlight() bool { return len(p.inflight) > 0 }
+
+func (p *fakePoller) Poll(spin, wait time.Duration) {
+	p.polls = append(p.polls, wait)
+	if d := time.Until(p.due[0]); d > 0 {
+		time.Sleep(min(d, spin+wait))
+	}
+	for len(p.inflight) > 0 && !time.Now().Before(p.due[0]) {
+		p.c.Post(p.h, p.inflight[0])
+		p.inflight, p.due = p.inflight[1:], p.due[1:]
+	}
+}
+
+// With a Poller the clock flushes the requests of one instant together
+// before it waits, lets the poller wait for their completions (never
+// longer than MaxPoll at a time), and runs the completions the poller
+// posts.
+func TestPoller(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	p := &fakePoller{c: c, h: r, lat: 2 * time.Millisecond}
+	c.SetPoller(p)
+	e.AfterFunc(0, func() {
+		for i := range uint64(3) {
+			p.submit(i)
+		}
+	})
+	e.AfterFunc(0, func() { assert.Equal(t, 0, p.flushes, "not flushed while events are due") })
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, []uint64{0, 1, 2}, r.args)
+	assert.Equal(t, 1, p.flushes, "one flush for the three requests")
+	assert.GreaterOrEqual(t, r.times[0], sim.Time(2*time.Millisecond))
+	require.NotEmpty(t, p.polls)
+	for _, w := range p.polls {
+		assert.LessOrEqual(t, w, MaxPoll)
+	}
+	assert.Equal(t, 0, c.Outstanding())
+}
+
+// A timer due before the poller's IO completes bounds its wait: the
+// timer fires on time and the completion still arrives.
+func TestPollerWaitEndsAtTimer(t *testing.T) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	r := &recorder{e: e}
+	p := &fakePoller{c: c, h: r, lat: 30 * time.Millisecond}
+	c.SetPoller(p)
+	e.AfterFunc(0, func() { p.submit(9) })
+	e.After(5*time.Millisecond, r, 1)
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, []uint64{1, 9}, r.args)
+	assert.GreaterOrEqual(t, r.times[0], sim.Time(5*time.Millisecond))
+	assert.Less(t, r.times[0], sim.Time(25*time.Millisecond), "the timer did not wait for the IO")
+	assert.LessOrEqual(t, p.polls[0], 5*time.Millisecond)
+}
