@@ -74,6 +74,20 @@ func TestBufferedWriteFsyncReadBack(t *testing.T) {
 	assert.Len(t, f.BlockExtents(), 1)
 }
 
+// eachMutex runs f as subtests without and with f2fs's writepages mutex.
+func eachMutex(t *testing.T, f func(t *testing.T, mutex bool)) {
+	for _, mutex := range []bool{false, true} {
+		t.Run(mutexName(mutex), func(t *testing.T) { f(t, mutex) })
+	}
+}
+
+func mutexName(mutex bool) string {
+	if mutex {
+		return "with mutex"
+	}
+	return "without mutex"
+}
+
 // interleave has nFiles tasks each write its own file in 512 KiB writes
 // and fsync it, all at once (tiotest's write phase), then returns the
 // files.
@@ -103,28 +117,23 @@ func interleave(t *testing.T, s *bufStack, nFiles int, fileSize int64) []*File {
 // before the fsyncs (see TestF2FSMixedSyncModesSplitWrites for what it
 // does when it has).
 func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		mutex bool
-	}{{"without mutex", false}, {"with mutex", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<18)
-			files := interleave(t, s, 8, 4<<20)
-			var extents int
-			for _, f := range files {
-				extents += len(f.BlockExtents())
-			}
-			st := s.q.Stats()
-			big := st.DispatchedSizes[blockdev.OpWrite][512<<10]
-			t.Logf("%s: %d extents for %d files; write requests %v", tc.name, extents, len(files), st.DispatchedSizes[blockdev.OpWrite])
-			if tc.mutex {
-				assert.LessOrEqual(t, extents, 2*len(files))
-			} else {
-				assert.Greater(t, extents, 20*len(files))
-			}
-			assert.Greater(t, float64(big*(512<<10)), 0.7*float64(st.Sectors[blockdev.OpWrite]*512), "write requests mostly 512 KiB")
-		})
-	}
+	eachMutex(t, func(t *testing.T, mutex bool) {
+		s := newBufStack(t, AllocLog, mutex, writeback.F2FSv419, 1<<18)
+		files := interleave(t, s, 8, 4<<20)
+		var extents int
+		for _, f := range files {
+			extents += len(f.BlockExtents())
+		}
+		st := s.q.Stats()
+		big := st.DispatchedSizes[blockdev.OpWrite][512<<10]
+		t.Logf("%s: %d extents for %d files; write requests %v", mutexName(mutex), extents, len(files), st.DispatchedSizes[blockdev.OpWrite])
+		if mutex {
+			assert.LessOrEqual(t, extents, 2*len(files))
+		} else {
+			assert.Greater(t, extents, 20*len(files))
+		}
+		assert.Greater(t, float64(big*(512<<10)), 0.7*float64(st.Sectors[blockdev.OpWrite]*512), "write requests mostly 512 KiB")
+	})
 }
 
 // f2fs's merged write bio takes a page only when its op flags match the
@@ -136,29 +145,24 @@ func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
 // mutex, its pages land between theirs and cut the merged bio at every
 // switch. With the mutex the fsyncs wait for it and the bios stay whole.
 func TestF2FSMixedSyncModesSplitWrites(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		mutex bool
-	}{{"without mutex", false}, {"with mutex", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
-			interleave(t, s, 8, 4<<20)
-			st := s.q.Stats()
-			var small, total uint64
-			for size, n := range st.DispatchedSizes[blockdev.OpWrite] {
-				total += n
-				if size < 64<<10 {
-					small += n
-				}
+	eachMutex(t, func(t *testing.T, mutex bool) {
+		s := newBufStack(t, AllocLog, mutex, writeback.F2FSv419, 1<<16)
+		interleave(t, s, 8, 4<<20)
+		st := s.q.Stats()
+		var small, total uint64
+		for size, n := range st.DispatchedSizes[blockdev.OpWrite] {
+			total += n
+			if size < 64<<10 {
+				small += n
 			}
-			t.Logf("%s: write requests %v", tc.name, st.DispatchedSizes[blockdev.OpWrite])
-			if tc.mutex {
-				assert.Less(t, float64(small), 0.1*float64(total))
-			} else {
-				assert.Greater(t, float64(small), 0.8*float64(total))
-			}
-		})
-	}
+		}
+		t.Logf("%s: write requests %v", mutexName(mutex), st.DispatchedSizes[blockdev.OpWrite])
+		if mutex {
+			assert.Less(t, float64(small), 0.1*float64(total))
+		} else {
+			assert.Greater(t, float64(small), 0.8*float64(total))
+		}
+	})
 }
 
 // The read half of EXPERIMENTS.md section 3: reading the files back
@@ -166,54 +170,49 @@ func TestF2FSMixedSyncModesSplitWrites(t *testing.T) {
 // builds one bio per physically contiguous run: 4 KiB bios for the
 // interleaved files, large ones for the contiguous files.
 func TestF2FSInterleavedFilesReadAs4KiB(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		mutex bool
-	}{{"without mutex", false}, {"with mutex", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newBufStack(t, AllocLog, tc.mutex, writeback.F2FSv419, 1<<16)
-			files := interleave(t, s, 8, 4<<20)
-			for _, f := range files {
-				f.Invalidate()
-			}
-			before := s.q.Stats().DispatchedSizes[blockdev.OpRead]
-			beforeN := map[int64]uint64{}
-			for k, v := range before {
-				beforeN[k] = v
-			}
-			for i, f := range files {
-				s.e.Go(fmt.Sprintf("r%d", i), func(tk *sim.Task) {
-					var data []blockdev.StampRun
-					for off := int64(0); off < 4<<20; off += 512 << 10 {
-						data = data[:0]
-						require.NoError(t, f.BufferedRead(tk, off, 512<<10, &data))
-						require.Len(t, data, 1, "one write stamped the whole 512 KiB")
-						assert.Equal(t, blockdev.Stamp{Writer: uint32(i + 1), Seq: uint64(off)}, data[0].Stamp)
-					}
-				})
-			}
-			require.NoError(t, s.e.Run(-1))
-			sizes := map[int64]uint64{}
-			var total, small uint64
-			for k, v := range s.q.Stats().DispatchedSizes[blockdev.OpRead] {
-				n := v - beforeN[k]
-				if n == 0 {
-					continue
+	eachMutex(t, func(t *testing.T, mutex bool) {
+		s := newBufStack(t, AllocLog, mutex, writeback.F2FSv419, 1<<16)
+		files := interleave(t, s, 8, 4<<20)
+		for _, f := range files {
+			f.Invalidate()
+		}
+		before := s.q.Stats().DispatchedSizes[blockdev.OpRead]
+		beforeN := map[int64]uint64{}
+		for k, v := range before {
+			beforeN[k] = v
+		}
+		for i, f := range files {
+			s.e.Go(fmt.Sprintf("r%d", i), func(tk *sim.Task) {
+				var data []blockdev.StampRun
+				for off := int64(0); off < 4<<20; off += 512 << 10 {
+					data = data[:0]
+					require.NoError(t, f.BufferedRead(tk, off, 512<<10, &data))
+					require.Len(t, data, 1, "one write stamped the whole 512 KiB")
+					assert.Equal(t, blockdev.Stamp{Writer: uint32(i + 1), Seq: uint64(off)}, data[0].Stamp)
 				}
-				sizes[k] = n
-				total += n
-				if k <= 8<<10 {
-					small += n
-				}
+			})
+		}
+		require.NoError(t, s.e.Run(-1))
+		sizes := map[int64]uint64{}
+		var total, small uint64
+		for k, v := range s.q.Stats().DispatchedSizes[blockdev.OpRead] {
+			n := v - beforeN[k]
+			if n == 0 {
+				continue
 			}
-			t.Logf("%s: read requests %v", tc.name, sizes)
-			if tc.mutex {
-				assert.Less(t, float64(small), 0.1*float64(total))
-			} else {
-				assert.Greater(t, float64(small), 0.85*float64(total))
+			sizes[k] = n
+			total += n
+			if k <= 8<<10 {
+				small += n
 			}
-		})
-	}
+		}
+		t.Logf("%s: read requests %v", mutexName(mutex), sizes)
+		if mutex {
+			assert.Less(t, float64(small), 0.1*float64(total))
+		} else {
+			assert.Greater(t, float64(small), 0.85*float64(total))
+		}
+	})
 }
 
 // Background (WB_SYNC_NONE) writepages skips pages that are dirty again

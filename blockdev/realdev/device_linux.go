@@ -222,11 +222,7 @@ func (d *Device) InFlight() bool { return d.inflight.Load() > 0 && d.ringErr == 
 // then enters the pending requests and waits up to wait in one
 // io_uring_enter.
 func (d *Device) Poll(spin, wait time.Duration) {
-	if !d.ring.ready() && spin > 0 {
-		end := time.Now().Add(spin)
-		for !d.ring.ready() && time.Now().Before(end) {
-		}
-	}
+	spinUntilReady(d.ring, spin)
 	if !d.ring.ready() && wait > 0 {
 		if err := d.ring.submitAndWait(wait); err != nil {
 			d.broken(err)

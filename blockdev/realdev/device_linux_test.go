@@ -47,6 +47,31 @@ func openTempWith(t *testing.T, e *sim.Engine, c *wallclock.Clock, size string, 
 	return d, path
 }
 
+// rig is a wall-clock engine with a new temporary device on it whose
+// completions are collected in got.
+type rig struct {
+	e    *sim.Engine
+	d    *Device
+	got  *done
+	path string
+}
+
+// newRig opens a rig's device of size with opt (QueueDepth 0 means 16),
+// skipping as openTemp does.
+func newRig(t *testing.T, size string, opt Options) rig {
+	t.Helper()
+	c := wallclock.New()
+	e := sim.New(sim.Options{Clock: c})
+	t.Cleanup(func() { e.Close() })
+	if opt.QueueDepth == 0 {
+		opt.QueueDepth = 16
+	}
+	d, path := openTempWith(t, e, c, size, opt)
+	got := &done{}
+	d.Attach(got)
+	return rig{e: e, d: d, got: got, path: path}
+}
+
 func newReq(op blockdev.Op, sector, bytes int64, st blockdev.Stamp) *blockdev.Request {
 	b := &blockdev.Bio{Op: op, Sector: sector, Bytes: bytes, Stamp: st, CollectData: op == blockdev.OpRead}
 	return &blockdev.Request{Op: op, Sector: sector, Bytes: bytes, Bios: []*blockdev.Bio{b}}
@@ -75,16 +100,12 @@ func TestWriteReadStamps(t *testing.T) {
 }
 
 func testWriteReadStamps(t *testing.T, reaper bool) {
-	c := wallclock.New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	d, _ := openTempWith(t, e, c, "4m", Options{QueueDepth: 16, Reaper: reaper})
+	rg := newRig(t, "4m", Options{Reaper: reaper})
+	e, d, got := rg.e, rg.d, rg.got
 	if !reaper && !d.polled {
 		t.Skip("this kernel's io_uring_enter takes no timeout (before 5.11): only the reaper runs")
 	}
 	assert.Equal(t, reaper, !d.polled)
-	var got done
-	d.Attach(&got)
 	assert.Equal(t, int64(4<<20), d.Capacity())
 	lbs := int64(d.Limits().LogicalBlockSize)
 	s1, s2 := blockdev.Stamp{Writer: 1, Seq: 10}, blockdev.Stamp{Writer: 2, Seq: 20}
@@ -117,12 +138,8 @@ func testWriteReadStamps(t *testing.T, reaper bool) {
 }
 
 func TestCorruptSectorIsReported(t *testing.T) {
-	c := wallclock.New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	d, path := openTemp(t, e, c, "1m")
-	var got done
-	d.Attach(&got)
+	rg := newRig(t, "1m", Options{})
+	e, d, path := rg.e, rg.d, rg.path
 	run(t, e, d, newReq(blockdev.OpWrite, 0, 8192, blockdev.Stamp{Writer: 3, Seq: 1}))
 	// Damage sector 5's header behind blksim's back (buffered, synced),
 	// and copy sector 1 over sector 2 (a misdirected write).
@@ -249,12 +266,8 @@ func TestLoopDevice(t *testing.T) {
 // goes to the kernel in batches; every request completes and reads back
 // its own stamp.
 func TestFullQueueAtOnce(t *testing.T) {
-	c := wallclock.New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	d, _ := openTemp(t, e, c, "4m")
-	var got done
-	d.Attach(&got)
+	rg := newRig(t, "4m", Options{})
+	e, d, got := rg.e, rg.d, rg.got
 	var w, r []*blockdev.Request
 	for i := range int64(16) {
 		w = append(w, newReq(blockdev.OpWrite, i*64, 4096, blockdev.Stamp{Writer: 7, Seq: uint64(i + 1)}))
@@ -273,15 +286,11 @@ func TestFullQueueAtOnce(t *testing.T) {
 // polled device fails the requests it holds instead of leaving the run
 // waiting for completions that cannot come.
 func TestBrokenRingFailsRequests(t *testing.T) {
-	c := wallclock.New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	d, _ := openTemp(t, e, c, "1m")
+	rg := newRig(t, "1m", Options{})
+	e, d, got := rg.e, rg.d, rg.got
 	if !d.polled {
 		t.Skip("this kernel's io_uring_enter takes no timeout (before 5.11): no polled device")
 	}
-	var got done
-	d.Attach(&got)
 	r := newReq(blockdev.OpWrite, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1})
 	e.AfterFunc(0, func() {
 		require.NoError(t, syscall.Close(d.ring.fd))

@@ -101,6 +101,8 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 			// One io_uring_enter submits and waits, as fio's does.
 			if ring.ready() {
 				err = ring.submit()
+			} else if err = ring.submit(); err == nil {
+				spinUntilReady(ring, d.clock.IdleSpin)
 			}
 			for err == nil && !ring.ready() {
 				err = ring.submitAndWait(time.Second)
@@ -147,4 +149,13 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 	win := deadline.Sub(warm).Seconds()
 	return Measured{IOPS: float64(ios) / win, MeanLat: latSum / time.Duration(ios),
 		MBps: float64(bytes) / win / 1e6, IOs: ios}, nil
+}
+
+// spinUntilReady checks the completion ring for up to d without blocking.
+func spinUntilReady(u *uring, d time.Duration) {
+	if d <= 0 || u.ready() {
+		return
+	}
+	for end := time.Now().Add(d); !u.ready() && time.Now().Before(end); {
+	}
 }

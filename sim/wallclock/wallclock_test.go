@@ -262,17 +262,25 @@ func (p *fakePoller) Poll(spin, wait time.Duration) {
 	}
 }
 
+// newPolled returns an engine on a wall clock whose poller completes IO
+// after lat, posting to r.
+func newPolled(t *testing.T, lat time.Duration) (*sim.Engine, *recorder, *fakePoller) {
+	c := New()
+	e := sim.New(sim.Options{Clock: c})
+	t.Cleanup(func() { e.Close() })
+	r := &recorder{e: e}
+	p := &fakePoller{c: c, h: r, lat: lat}
+	c.SetPoller(p)
+	return e, r, p
+}
+
 // With a Poller the clock flushes the requests of one instant together
 // before it waits, lets the poller wait for their completions (never
 // longer than MaxPoll at a time), and runs the completions the poller
 // posts.
 func TestPoller(t *testing.T) {
-	c := New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	r := &recorder{e: e}
-	p := &fakePoller{c: c, h: r, lat: 2 * time.Millisecond}
-	c.SetPoller(p)
+	e, r, p := newPolled(t, 2*time.Millisecond)
+	c := p.c
 	e.AfterFunc(0, func() {
 		for i := range uint64(3) {
 			p.submit(i)
@@ -293,12 +301,7 @@ func TestPoller(t *testing.T) {
 // A timer due before the poller's IO completes bounds its wait: the
 // timer fires on time and the completion still arrives.
 func TestPollerWaitEndsAtTimer(t *testing.T) {
-	c := New()
-	e := sim.New(sim.Options{Clock: c})
-	defer e.Close()
-	r := &recorder{e: e}
-	p := &fakePoller{c: c, h: r, lat: 30 * time.Millisecond}
-	c.SetPoller(p)
+	e, r, p := newPolled(t, 30*time.Millisecond)
 	e.AfterFunc(0, func() { p.submit(9) })
 	e.After(5*time.Millisecond, r, 1)
 	require.NoError(t, e.Run(-1))
