@@ -58,6 +58,10 @@ type Bio struct {
 	Issuer Issuer
 	// Sync marks synchronous IO (direct IO, fsync writeback).
 	Sync bool
+	// NoIdle marks a sync write that does not expect another soon: the
+	// kernel's REQ_SYNC without REQ_IDLE (fsync writeback; direct-IO
+	// writes carry both). cfq does not idle for a queue after one.
+	NoIdle bool
 
 	parent    *Bio
 	remaining int
@@ -90,9 +94,11 @@ type Request struct {
 	Queued  sim.Time
 	Started sim.Time
 	Err     error
-	// Issuer is the task of the request's first bio; Sync as its bios.
+	// Issuer is the task of the request's first bio; Sync and NoIdle as
+	// its first bio's.
 	Issuer Issuer
 	Sync   bool
+	NoIdle bool
 
 	segs     int       // scatter-gather segments of its bios
 	noMerge  bool      // holds a split-off piece: never merged into

@@ -19,7 +19,8 @@ type CFQOptions struct {
 	// queue and of the async (writeback) queue (100 ms, 40 ms).
 	SliceSync, SliceAsync time.Duration
 	// SliceIdle is how long CFQ keeps the device idle for the served
-	// process's next sync request when its queue runs empty (8 ms;
+	// process's next sync request when its queue runs empty (8 ms on a
+	// rotational device; none on a non-rotational one, as since 4.12;
 	// negative disables idling).
 	SliceIdle time.Duration
 	// FifoExpireSync and FifoExpireAsync bound how long a request waits
@@ -35,23 +36,29 @@ type cfqQueue struct {
 	fifo     []*Request // by insertion
 	inflight int
 	queued   bool // on the round-robin list
+	noIdle   bool // its latest request was a sync write without REQ_IDLE
 }
 
 // asyncKey is the queue of async (writeback) requests.
 const asyncKey = ^uint64(0)
 
 // cfq serves one queue at a time for a time slice, issuing its requests
-// in sector order: at most Quantum/2 of them in flight until the first
-// completes, then Quantum, and any number when no other queue is busy
-// (cfq_may_dispatch). When the served queue runs empty, cfq idles up to
-// SliceIdle for the process's next sync request, waiting for the
-// requests it has in flight, before moving to the next busy queue.
-// Idling keeps one reader's stream sequential on a disk. On a
-// non-rotational device with a deep queue (cfq's hw_tag) it idles only
-// for the last busy queue and otherwise moves on at once, leaving the
-// served queue's requests in flight (cfq_should_idle), so many readers
-// still fill the device. Queues are looked up by key; their service order
-// is round-robin, in the order they became busy.
+// in sector order (cfq_may_dispatch): at most Quantum/2 of them in flight
+// until the first completes, then Quantum, and any number when no other
+// queue is busy or it is the only busy sync queue; an async queue waits
+// while sync requests are in flight. When the served queue runs empty,
+// cfq idles up to SliceIdle for the process's next sync request, waiting
+// for the requests it has in flight, before moving to the next busy
+// queue; not after a sync write without REQ_IDLE (fsync writeback). Idling
+// keeps one reader's stream sequential on a disk. On a non-rotational
+// device with a deep queue (cfq's hw_tag) it idles only for the last busy
+// sync queue and otherwise moves on at once, leaving the served queue's
+// requests in flight (cfq_should_idle), so many readers still fill the
+// device; since 4.12 SliceIdle defaults to none there anyway. Queues are
+// looked up by key; their service order is round-robin, in the order they
+// became busy. Not modelled: preemption, queue merging of cooperating
+// processes (cfq_close_cooperator), group idling, and the shrinking of
+// the dispatch limit near a slice's end.
 type cfq struct {
 	e        *sim.Engine
 	q        *Queue
@@ -62,6 +69,7 @@ type cfq struct {
 	active   *cfqQueue
 	slice    sim.Time // end of the active queue's slice
 	sliceNew bool     // no request of the active queue completed yet
+	inflight [2]int   // requests in flight, async [0] and sync [1]
 	idling   bool
 	gen      uint64 // invalidates stale idle timers
 }
@@ -77,13 +85,16 @@ func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
 	}
 	def(&o.SliceSync, 100*time.Millisecond)
 	def(&o.SliceAsync, 40*time.Millisecond)
+	// cfq's hw_tag: the driver keeps CFQ_HW_QUEUE_MIN (5) or more
+	// requests in flight.
+	l := q.dev.Limits()
+	nonrot := !l.Rotational && l.QueueDepth >= 5
+	if o.SliceIdle == 0 && !l.Rotational {
+		o.SliceIdle = -1 // cfq_registered_queue: no idling on SSDs (4.12)
+	}
 	def(&o.SliceIdle, 8*time.Millisecond)
 	def(&o.FifoExpireSync, 125*time.Millisecond)
 	def(&o.FifoExpireAsync, 250*time.Millisecond)
-	// cfq's hw_tag: the driver keeps more than CFQ_HW_QUEUE_MIN (5)
-	// requests in flight.
-	l := q.dev.Limits()
-	nonrot := !l.Rotational && l.QueueDepth > 5
 	return &cfq{e: e, q: q, opt: o, nonrot: nonrot, queues: make(map[uint64]*cfqQueue)}
 }
 
@@ -117,6 +128,9 @@ func (c *cfq) insert(q *Queue, r *Request) {
 	sync := isSync(r.Op, r.Sync)
 	cq := c.queueFor(keyOf(sync, r.Issuer), sync)
 	r.cfqq = cq
+	if sync {
+		cq.noIdle = r.Op == OpWrite && r.NoIdle // cfq_update_idle_window
+	}
 	expire := c.opt.FifoExpireAsync
 	if cq.sync {
 		expire = c.opt.FifoExpireSync
@@ -141,6 +155,13 @@ func (c *cfq) insert(q *Queue, r *Request) {
 		cq.queued = true
 		c.rr = append(c.rr, cq)
 	}
+}
+
+// allowMerge lets b join only a request of the queue b would go to
+// (cfq_allow_bio_merge): never a sync bio into an async request or
+// another process's.
+func (c *cfq) allowMerge(r *Request, b *Bio) bool {
+	return keyOf(isSync(r.Op, r.Sync), r.Issuer) == keyOf(isSync(b.Op, b.Sync), b.Issuer)
 }
 
 // bioMerge merges b into a request of its own queue (back, then front).
@@ -221,7 +242,13 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			if now >= c.slice && len(c.rr) > 0 {
 				return nil // wait for completions (then switch)
 			}
-			if limit := c.dispatchLimit(); limit > 0 && cq.inflight >= limit {
+			if !cq.sync && c.inflight[1] > 0 {
+				return nil // an async queue waits for sync IO to finish
+			}
+			if cq.sync && c.inflight[0] > 0 && c.shouldIdle(cq) {
+				return nil // drain async requests before idling sync IO
+			}
+			if limit := c.dispatchLimit(cq); limit > 0 && cq.inflight >= limit {
 				return nil
 			}
 			r := cq.sorted[0]
@@ -230,6 +257,7 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			}
 			cq.remove(r)
 			cq.inflight++
+			c.inflight[b2i(cq.sync)]++
 			return r
 		}
 		// The active queue is empty.
@@ -252,11 +280,11 @@ func (c *cfq) dispatch(q *Queue) *Request {
 	}
 }
 
-// dispatchLimit is how many requests the active queue may have in flight
-// (0: no limit).
-func (c *cfq) dispatchLimit() int {
-	if len(c.rr) == 0 {
-		return 0 // the only busy queue
+// dispatchLimit is how many requests the active queue cq may have in
+// flight (0: no limit).
+func (c *cfq) dispatchLimit(cq *cfqQueue) int {
+	if len(c.rr) == 0 || cq.sync && !c.otherSyncBusy() {
+		return 0 // the only busy queue, or the only busy sync queue
 	}
 	if c.sliceNew {
 		return max(c.opt.Quantum/2, 1)
@@ -264,13 +292,31 @@ func (c *cfq) dispatchLimit() int {
 	return c.opt.Quantum
 }
 
+// otherSyncBusy reports whether a sync queue other than the active one
+// has requests.
+func (c *cfq) otherSyncBusy() bool {
+	for _, q := range c.rr {
+		if q.sync {
+			return true
+		}
+	}
+	return false
+}
+
 // shouldIdle reports whether cfq keeps the device for the active queue
 // cq once it has run empty.
 func (c *cfq) shouldIdle(cq *cfqQueue) bool {
-	if !cq.sync || c.opt.SliceIdle <= 0 {
+	if !cq.sync || cq.noIdle || c.opt.SliceIdle <= 0 {
 		return false
 	}
-	return !c.nonrot || len(c.rr) == 0
+	return !c.nonrot || !c.otherSyncBusy()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Fire ends an idle wait that was not interrupted by a new request.
@@ -288,6 +334,7 @@ func (c *cfq) completed(q *Queue, r *Request) {
 			c.sliceNew = false
 		}
 		r.cfqq.inflight--
+		c.inflight[b2i(r.cfqq.sync)]--
 		r.cfqq = nil
 	}
 }

@@ -27,6 +27,9 @@ type deadline struct {
 
 func (d *deadline) name() string { return SchedMQDeadline }
 
+// allowMerge lets any bio merge (mq-deadline has no merge veto).
+func (d *deadline) allowMerge(*Request, *Bio) bool { return true }
+
 func (d *deadline) completed(*Queue, *Request) {}
 
 func newDeadline(o DeadlineOptions) *deadline {

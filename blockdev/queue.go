@@ -251,6 +251,9 @@ type scheduler interface {
 	insert(q *Queue, r *Request)
 	// bioMerge merges b into a queued request if it can.
 	bioMerge(q *Queue, b *Bio) bool
+	// allowMerge reports whether the scheduler lets b join r, queued or
+	// still plugged (elv_bio_merge_ok).
+	allowMerge(r *Request, b *Bio) bool
 	// dispatch returns the next request to issue, or nil (none queued,
 	// or the scheduler chooses to wait).
 	dispatch(q *Queue) *Request
@@ -323,7 +326,7 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.remaining = int((b.Bytes + limit - 1) / limit)
 	for off := int64(0); off < b.Bytes; off += limit {
 		p := q.newBio()
-		p.Op, p.Stamp, p.CollectData, p.Sync = b.Op, b.Stamp, b.CollectData, b.Sync
+		p.Op, p.Stamp, p.CollectData, p.Sync, p.NoIdle = b.Op, b.Stamp, b.CollectData, b.Sync, b.NoIdle
 		p.Issuer = b.Issuer
 		p.Sector = b.Sector + off/SectorSize
 		p.Bytes = min(limit, b.Bytes-off)
@@ -389,7 +392,7 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 	r := q.newRequest()
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.segs, r.noMerge = b.Issuer, b.Sync, bioSegments(b), b.noMerge
+	r.Issuer, r.Sync, r.NoIdle, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, bioSegments(b), b.noMerge
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
 	q.stats.InFlight++
@@ -424,10 +427,12 @@ func (q *Queue) mergeInto(reqs []*Request, b *Bio, plugged bool) bool {
 	return false
 }
 
-// canMerge reports whether b may join r at all (direction, flags, limits).
+// canMerge reports whether b may join r at all (direction, flags, limits,
+// and the scheduler's consent, which plug merges ask too).
 func (q *Queue) canMerge(r *Request, b *Bio) bool {
 	return r.Op == b.Op && !r.noMerge && !b.noMerge && r.Tag < 0 &&
-		r.Bytes+b.Bytes <= q.maxReq && r.segs+bioSegments(b) <= q.maxSeg
+		r.Bytes+b.Bytes <= q.maxReq && r.segs+bioSegments(b) <= q.maxSeg &&
+		(q.sched == nil || q.sched.allowMerge(r, b))
 }
 
 // tryMerge merges b into r at its back, or at its front when front is

@@ -25,7 +25,7 @@ import (
 //	      [nr_requests=N] [hwqueues=N] [latency=DUR] [fifo_batch=N]
 //	      [writes_starved=N] [read_expire=DUR] [write_expire=DUR]
 //	      [front_merges=0|1] [quantum=N] [slice_idle=DUR]
-//	      [slice_sync=DUR] [rotational=0|1]
+//	      [slice_sync=DUR] [rotational=0|1] [noidle=0|1]
 //	    a memory device with the given limits and per-request latency
 //	    (default 100us), and a queue on it.
 //	run
@@ -57,6 +57,7 @@ func TestScripts(t *testing.T) {
 }
 
 type scriptQueue struct {
+	noIdle  bool // sync writes lack REQ_IDLE (fsync writeback)
 	opt     QueueOptions
 	mem     MemParams
 	cpus    int
@@ -116,6 +117,8 @@ func (s *scriptQueue) setup(t *testing.T, d *datadriven.TestData) string {
 			if s.opt.CFQ.SliceIdle == 0 {
 				s.opt.CFQ.SliceIdle = -1 // no idling
 			}
+		case "noidle":
+			s.noIdle = v == "1"
 		case "slice_sync":
 			s.opt.CFQ.SliceSync = dur()
 		case "rotational":
@@ -219,6 +222,7 @@ func (s *scriptQueue) run(t *testing.T, input string) string {
 					b := &Bio{Op: OpRead, Sector: sector, Bytes: size, Issuer: iss, Sync: !async}
 					if st.op == "write" {
 						b.Op = OpWrite
+						b.NoIdle = s.noIdle && b.Sync
 					}
 					if plug != nil {
 						plug.Submit(b)

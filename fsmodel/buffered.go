@@ -679,6 +679,11 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				}
 				wbc.NrToWrite--
 				last = p.Index() + 1
+				if b.wb.YieldToSync(wbc) {
+					// f2fs: give a priority to WB_SYNC threads
+					stop = true
+					break
+				}
 			}
 			if stop {
 				break
@@ -771,6 +776,7 @@ func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache
 	if pb == nil {
 		pb = fs.buf.newPageBio(blockdev.OpWrite)
 		pb.bio.Sync = sync
+		pb.bio.NoIdle = sync // REQ_SYNC without REQ_IDLE
 	}
 	pb.stampWrite(p, blk)
 	pb.add(p, blk)

@@ -25,6 +25,21 @@ type bufStack struct {
 
 func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSRule, cachePages int) *bufStack {
 	t.Helper()
+	pol := writeback.Default{}
+	if alloc == AllocLog {
+		// as the stack builds f2fs: v4.18's sync-request rule without
+		// the mutex, the asked rule with it
+		if !mutex {
+			rule = writeback.F2FSv418
+		}
+		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
+	}
+	return newBufStackPolicy(t, alloc, mutex, pol, cachePages)
+}
+
+// newBufStackPolicy is newBufStack with writeback policy pol.
+func newBufStackPolicy(t *testing.T, alloc Allocator, mutex bool, pol writeback.Policy, cachePages int) *bufStack {
+	t.Helper()
 	e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8, WakeLatency: 2 * time.Microsecond}})
 	dev := blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: 4 << 30, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
 	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{})
@@ -33,12 +48,6 @@ func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSR
 	require.NoError(t, err)
 	cache, err := pagecache.New(pagecache.Options{LimitPages: cachePages})
 	require.NoError(t, err)
-	pol := writeback.Default{}
-	if alloc == AllocLog {
-		// as the stack builds f2fs: the sync-request skip always, the
-		// mutex as asked
-		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
-	}
 	require.NoError(t, fsys.EnableBuffered(BufferedOptions{Cache: cache, Policy: pol, AvailablePages: int64(cachePages),
 		Alloc: alloc, WritepagesMutex: mutex, CopyPerPage: time.Microsecond, WritePage: time.Microsecond}))
 	t.Cleanup(func() { _ = fsys.Close(); _ = e.Close(); cache.Close() })
@@ -138,31 +147,44 @@ func TestF2FSWritepagesMutexKeepsFilesContiguous(t *testing.T) {
 
 // f2fs's merged write bio takes a page only when its op flags match the
 // bio's, and WB_SYNC_ALL writeback is REQ_SYNC while the flusher's is
-// not. The sync-request skip keeps the flusher out of writepages calls
-// that start while an fsync runs, but not out of one it is already in:
-// here background writeback (the dirty data pass a tenth of the small
-// cache) is inside file 0 when the eight fsyncs start, and, without the
-// mutex, its pages land between theirs and cut the merged bio at every
-// switch. With the mutex the fsyncs wait for it and the bios stay whole.
+// not. Here background writeback (the dirty data pass a tenth of the
+// small cache) is inside file 0 when the eight fsyncs start:
+//   - before v4.18 (no sync-request rule, no mutex) the flusher keeps
+//     going and its pages land between the fsyncs', cutting the merged
+//     bio at every switch;
+//   - v4.18 makes it stop after its current page once an fsync is in
+//     progress, and skip inodes while one is: the bios stay whole;
+//   - v4.19's mutex keeps them whole too.
 func TestF2FSMixedSyncModesSplitWrites(t *testing.T) {
-	eachMutex(t, func(t *testing.T, mutex bool) {
-		s := newBufStack(t, AllocLog, mutex, writeback.F2FSv419, 1<<16)
-		interleave(t, s, 8, 4<<20)
-		st := s.q.Stats()
-		var small, total uint64
-		for size, n := range st.DispatchedSizes[blockdev.OpWrite] {
-			total += n
-			if size < 64<<10 {
-				small += n
+	for _, tc := range []struct {
+		name       string
+		serializer writeback.Serializer
+		mutex      bool
+		split      bool
+	}{
+		{"v4.17: no sync-request rule", nil, false, true},
+		{"v4.18: skip and yield", writeback.F2FSSerialize{Rule: writeback.F2FSv418}, false, false},
+		{"v4.19: mutex", writeback.F2FSSerialize{Rule: writeback.F2FSv419}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newBufStackPolicy(t, AllocLog, tc.mutex, writeback.Default{Serializer: tc.serializer}, 1<<16)
+			interleave(t, s, 8, 4<<20)
+			st := s.q.Stats()
+			var small, total uint64
+			for size, n := range st.DispatchedSizes[blockdev.OpWrite] {
+				total += n
+				if size < 64<<10 {
+					small += n
+				}
 			}
-		}
-		t.Logf("%s: write requests %v", mutexName(mutex), st.DispatchedSizes[blockdev.OpWrite])
-		if mutex {
-			assert.Less(t, float64(small), 0.1*float64(total))
-		} else {
-			assert.Greater(t, float64(small), 0.8*float64(total))
-		}
-	})
+			t.Logf("%s: write requests %v", tc.name, st.DispatchedSizes[blockdev.OpWrite])
+			if tc.split {
+				assert.Greater(t, float64(small), 0.8*float64(total))
+			} else {
+				assert.Less(t, float64(small), 0.1*float64(total))
+			}
+		})
+	}
 }
 
 // The read half of EXPERIMENTS.md section 3: reading the files back

@@ -112,7 +112,7 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 			Quantum:    c.integer("queue.quantum"),
 			SliceSync:  c.duration("queue.slice_sync"),
 			SliceAsync: c.duration("queue.slice_async"),
-			SliceIdle:  cfqIdle(c.duration("queue.slice_idle")),
+			SliceIdle:  c.cfqIdle(),
 		},
 	})
 	if err != nil {
@@ -262,10 +262,12 @@ func (c *Config) enableBuffered(fsys *fsmodel.FS) error {
 		if c.Get("f2fs.writepages_rule") == "merged" {
 			rule = writeback.F2FSMerged
 		}
-		// The sync-request skip (v4.18, "avoid IO split due to mixed
-		// WB_SYNC_ALL and WB_SYNC_NONE") predates the mutex, so it
-		// applies without the mutex too; the mutex is taken only when
-		// f2fs.writepages_mutex is on.
+		// The sync-request skip and yield (v4.18, "avoid IO split due
+		// to mixed WB_SYNC_ALL and WB_SYNC_NONE") predate the mutex, so
+		// without the mutex the rule is v4.18's.
+		if !opt.WritepagesMutex {
+			rule = writeback.F2FSv418
+		}
 		pol.Serializer = writeback.F2FSSerialize{Rule: rule}
 	}
 	opt.Policy = pol
@@ -298,10 +300,14 @@ func (c *Config) enableDAX(fsys *fsmodel.FS) error {
 	return nil
 }
 
-// cfqIdle maps slice_idle=0 (no idling) to CFQOptions' "disabled".
-func cfqIdle(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
+// cfqIdle is queue.slice_idle as CFQOptions.SliceIdle: auto is the
+// scheduler's default (0), and 0 (no idling) is "disabled" (-1).
+func (c *Config) cfqIdle() time.Duration {
+	if c.Get("queue.slice_idle") == "auto" {
+		return 0
 	}
-	return d
+	if d := c.duration("queue.slice_idle"); d != 0 {
+		return d
+	}
+	return -1
 }

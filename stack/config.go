@@ -45,8 +45,8 @@ type keyDef struct {
 // device profile's own keys and are checked when the device is built.
 var keyDefs = []keyDef{
 	{"fs", kString, "ext4", "filesystem personality", []string{"ext4", "f2fs", "xfs"}},
-	{"f2fs.writepages_mutex", kBool, "true", "f2fs's sbi->writepages mutex (v4.19 commit 853137ce); false interleaves concurrent writepages' block allocation", nil},
-	{"f2fs.writepages_rule", kString, "v4.19", "when writepages serializes: v4.19 (WB_SYNC_ALL always, WB_SYNC_NONE unless a sync writer is active) or merged (upstream: WB_SYNC_NONE, or dirty pages >= 512)", []string{"v4.19", "merged"}},
+	{"f2fs.writepages_mutex", kBool, "true", "f2fs's sbi->writepages mutex (v4.19 commit 853137ce); false is v4.18: concurrent writepages interleave their block allocation, while the flusher still skips inodes and stops after its current page when an fsync is writing (sync-request counter)", nil},
+	{"f2fs.writepages_rule", kString, "v4.19", "with f2fs.writepages_mutex: when writepages serializes: v4.19 (WB_SYNC_ALL always, WB_SYNC_NONE unless a sync writer is active) or merged (upstream: WB_SYNC_NONE, or dirty pages >= 512)", []string{"v4.19", "merged"}},
 	{"pagecache.limit", kSize, "4g", "page cache size (simulated RAM available to it)", nil},
 	{"pagecache.policy", kString, "lru", "eviction: the kernel's two-list LRU (deterministic) or tinylfu (ristretto v2 admission; NOT deterministic)", []string{"lru", "tinylfu"}},
 	{"pagecache.read_ahead_kb", kInt, "128", "read_ahead_kb of the device", nil},
@@ -76,7 +76,7 @@ var keyDefs = []keyDef{
 	{"queue.quantum", kInt, "8", "cfq: requests in flight from the served queue", nil},
 	{"queue.slice_sync", kDuration, "100ms", "cfq: time slice of a process's sync queue", nil},
 	{"queue.slice_async", kDuration, "40ms", "cfq: time slice of the async queue", nil},
-	{"queue.slice_idle", kDuration, "8ms", "cfq: idle wait for the served process's next sync request (0: no idling)", nil},
+	{"queue.slice_idle", kDuration, "auto", "cfq: idle wait for the served process's next sync request (0: no idling; auto: the kernel's default, 8ms on a rotational device and 0 on a non-rotational one, as since 4.12; set 8ms for the flash behaviour of older kernels)", []string{"auto"}},
 	{"queue.nr_hw_queues", kInt, "0", "hardware queues (0: the device's, else 1); a task's CPU picks its queue", nil},
 	{"queue.read_expire", kDuration, "500ms", "mq-deadline: read FIFO expiry", nil},
 	{"queue.write_expire", kDuration, "5s", "mq-deadline: write FIFO expiry", nil},
@@ -308,6 +308,9 @@ func checkValue(def *keyDef, v string) error {
 	case kSize:
 		_, err = units.ParseSize(v)
 	case kDuration:
+		if def.enum != nil && contains(def.enum, v) {
+			break // a word the key allows besides durations
+		}
 		_, err = units.ParseDuration(v)
 	case kString:
 		if def.enum != nil && !contains(def.enum, v) {

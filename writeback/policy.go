@@ -166,15 +166,22 @@ const (
 	// call is WB_SYNC_NONE or the inode has at least MinSeqBlocks dirty
 	// pages.
 	F2FSMerged
+	// F2FSv418 is the rule just before the mutex came back (v4.18,
+	// commit 687de7f1010c, "avoid IO split due to mixed WB_SYNC_ALL and
+	// WB_SYNC_NONE"): the same skip and yield, and no mutex at all.
+	F2FSv418
 )
 
 // F2FSSerialize is f2fs's writepages lock rule (__f2fs_write_data_pages),
 // the reference Serializer. The zero value is the v4.19 rule.
 //
-// Both variants announce WB_SYNC_ALL calls in a sync-request counter
+// Every variant announces WB_SYNC_ALL calls in a sync-request counter
 // (LockQuery.SyncWriters, kept by Writeback.BeginWritepages and
-// EndWritepages) and skip WB_SYNC_NONE calls while it is non-zero, so the
-// flusher does not interleave its allocations with an fsync's.
+// EndWritepages), skips WB_SYNC_NONE calls that start while it is
+// non-zero, and makes a WB_SYNC_NONE call already running stop after its
+// current page when it becomes non-zero (YieldsToSync, checked through
+// Writeback.YieldToSync), so the flusher's pages do not land between an
+// fsync's and split the merged write bio by their flags.
 type F2FSSerialize struct {
 	Rule F2FSRule
 	// MinSeqBlocks is F2FSMerged's threshold (sm_info->min_seq_blocks:
@@ -187,8 +194,11 @@ func (f F2FSSerialize) Serialize(q LockQuery) LockDecision {
 	if q.Control.SyncMode == SyncNone && q.SyncWriters > 0 {
 		return LockSkip
 	}
-	if f.Rule == F2FSv419 {
+	switch f.Rule {
+	case F2FSv419:
 		return LockSerialize
+	case F2FSv418:
+		return LockNone
 	}
 	minSeq := f.MinSeqBlocks
 	if minSeq <= 0 {
@@ -205,12 +215,27 @@ func (f F2FSSerialize) Serialize(q LockQuery) LockDecision {
 	return LockNone
 }
 
-// Name returns "f2fs-v4.19" or "f2fs-merged".
+// Name returns "f2fs-v4.19", "f2fs-merged" or "f2fs-v4.18".
 func (f F2FSSerialize) Name() string {
-	if f.Rule == F2FSv419 {
+	switch f.Rule {
+	case F2FSv419:
 		return "f2fs-v4.19"
+	case F2FSv418:
+		return "f2fs-v4.18"
 	}
 	return "f2fs-merged"
+}
+
+// YieldsToSync reports true: f2fs_write_cache_pages ends a WB_SYNC_NONE
+// call after its current page while a WB_SYNC_ALL call is in progress
+// ("give a priority to WB_SYNC threads").
+func (f F2FSSerialize) YieldsToSync() bool { return true }
+
+// SyncYielder is implemented by lock rules under which a WB_SYNC_NONE
+// writepages call stops after its current page while a WB_SYNC_ALL call
+// is in progress (see Writeback.YieldToSync).
+type SyncYielder interface {
+	YieldsToSync() bool
 }
 
 // Default is the kernel's writeback policy (fs/fs-writeback.c), simplified
@@ -291,4 +316,10 @@ func (d Default) Serialize(q LockQuery) LockDecision {
 		return LockNone
 	}
 	return d.Serializer.Serialize(q)
+}
+
+// YieldsToSync reports whether the Serializer does (SyncYielder).
+func (d Default) YieldsToSync() bool {
+	y, ok := d.Serializer.(SyncYielder)
+	return ok && y.YieldsToSync()
 }

@@ -103,27 +103,39 @@ func TestF2FSSerialize(t *testing.T) {
 			Regular: !ino.dir, SyncWriters: syncWriters,
 		}
 	}
+	const (
+		none = writeback.LockNone
+		ser  = writeback.LockSerialize
+		skip = writeback.LockSkip
+	)
 	tests := []struct {
-		name         string
-		q            writeback.LockQuery
-		v419, merged writeback.LockDecision
+		name               string
+		q                  writeback.LockQuery
+		v419, merged, v418 writeback.LockDecision
 	}{
-		{"fsync, alone", q(file, writeback.SyncAll, 10, 1), writeback.LockSerialize, writeback.LockNone},
-		{"fsync, 512 dirty pages", q(file, writeback.SyncAll, 512, 1), writeback.LockSerialize, writeback.LockSerialize},
-		{"fsync beside another", q(file, writeback.SyncAll, 10, 2), writeback.LockSerialize, writeback.LockNone},
-		{"flusher, no sync writer", q(file, writeback.SyncNone, 10, 0), writeback.LockSerialize, writeback.LockSerialize},
-		{"flusher while a sync writer runs", q(file, writeback.SyncNone, 10000, 1), writeback.LockSkip, writeback.LockSkip},
-		{"flusher, directory", q(dir, writeback.SyncNone, 10, 0), writeback.LockSerialize, writeback.LockNone},
-		{"fsync, big directory", q(dir, writeback.SyncAll, 1000, 1), writeback.LockSerialize, writeback.LockNone},
+		{"fsync, alone", q(file, writeback.SyncAll, 10, 1), ser, none, none},
+		{"fsync, 512 dirty pages", q(file, writeback.SyncAll, 512, 1), ser, ser, none},
+		{"fsync beside another", q(file, writeback.SyncAll, 10, 2), ser, none, none},
+		{"flusher, no sync writer", q(file, writeback.SyncNone, 10, 0), ser, ser, none},
+		{"flusher while a sync writer runs", q(file, writeback.SyncNone, 10000, 1), skip, skip, skip},
+		{"flusher, directory", q(dir, writeback.SyncNone, 10, 0), ser, none, none},
+		{"fsync, big directory", q(dir, writeback.SyncAll, 1000, 1), ser, none, none},
 	}
 	v419 := writeback.F2FSSerialize{}
 	merged := writeback.F2FSSerialize{Rule: writeback.F2FSMerged}
+	v418 := writeback.F2FSSerialize{Rule: writeback.F2FSv418}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.v419, v419.Serialize(tc.q), "v4.19")
 			assert.Equal(t, tc.merged, merged.Serialize(tc.q), "merged")
+			assert.Equal(t, tc.v418, v418.Serialize(tc.q), "v4.18")
 		})
 	}
+	assert.Equal(t, "default[f2fs-v4.18]", writeback.Default{Serializer: v418}.Name())
+	for _, r := range []writeback.F2FSSerialize{v419, merged, v418} {
+		assert.True(t, writeback.Default{Serializer: r}.YieldsToSync(), r.Name())
+	}
+	assert.False(t, writeback.Default{}.YieldsToSync())
 	small := writeback.F2FSSerialize{Rule: writeback.F2FSMerged, MinSeqBlocks: 8}
 	assert.Equal(t, writeback.LockSerialize, small.Serialize(q(file, writeback.SyncAll, 8, 1)))
 

@@ -358,6 +358,18 @@ func (wb *Writeback) BeginWritepages(ino Inode, wbc *Control) LockDecision {
 	return d
 }
 
+// YieldToSync reports whether the writepages call of wbc should stop
+// after its current page: it is WB_SYNC_NONE, a WB_SYNC_ALL call is in
+// progress, and the policy yields to sync writers (SyncYielder).
+// Filesystems whose page loop has that check call it after each page.
+func (wb *Writeback) YieldToSync(wbc *Control) bool {
+	if wbc.SyncMode != SyncNone || wb.syncWriters == 0 {
+		return false
+	}
+	y, ok := wb.policy.(SyncYielder)
+	return ok && y.YieldsToSync()
+}
+
 // EndWritepages ends a call started by BeginWritepages.
 func (wb *Writeback) EndWritepages(ino Inode, wbc *Control) {
 	if wbc.SyncMode == SyncAll {

@@ -23,13 +23,18 @@ const stopTag = ^uint64(0)
 type slot struct {
 	r   *blockdev.Request
 	buf []byte
+	// held: the request is on the ring (entered or not) and its
+	// completion not yet reaped. Kept only by a polled device, whose
+	// engine goroutine reaps.
+	held bool
 }
 
 // Device is a real O_DIRECT target as a blockdev.Device. Submit, Fire,
 // Stats and Close run on the engine goroutine (DESIGN.md section 2).
 //
 // Where the kernel's io_uring_enter takes a timeout (5.11), the device is
-// the wall clock's Poller: the engine goroutine submits the requests of
+// the wall clock's Poller (the first device opened on a clock; later ones
+// get a reaper): the engine goroutine submits the requests of
 // one instant in one io_uring_enter, and waits in the same call for
 // their completions, which it posts to its own inbox. Elsewhere (or with
 // Options.Reaper) a reaper goroutine waits for completions and posts them
@@ -51,6 +56,9 @@ type Device struct {
 	runs  []blockdev.StampRun // a read's decoded stamps (scratch)
 	// failed are requests Submit refused, failed in order by failer.
 	failed []*blockdev.Request
+	// unentered are the slots pushed to the ring and not yet entered,
+	// oldest first.
+	unentered []int
 
 	inflight   atomic.Int64
 	polled     bool // the engine goroutine reaps (wallclock.Poller)
@@ -103,11 +111,12 @@ func Open(e *sim.Engine, clock *wallclock.Clock, sp Spec, opt Options) (*Device,
 		d.free = append(d.free, qd-1-i)
 	}
 	d.stats = Stats{Backend: "io_uring", LogicalBlockSize: t.lbs, MemAlign: t.memAlign, Created: t.created, FirstCorrupt: -1}
-	if ring.extArg && !opt.Reaper {
+	// One device per clock can reap on the engine goroutine; another
+	// one gets a reaper.
+	if ring.extArg && !opt.Reaper && clock.SetPoller(d) {
 		d.polled = true
 		d.stats.Backend = "io_uring (engine reaps)"
 		close(d.reaperDone)
-		clock.SetPoller(d)
 	} else {
 		go d.reap()
 	}
@@ -123,9 +132,11 @@ func (d *Device) Name() string { return d.t.name }
 func (d *Device) Capacity() int64 { return d.t.size }
 
 // Limits returns the direct-IO alignment as the logical block size, the
-// request size cap and the queue depth of Options.
+// request size cap and the queue depth of Options, and for a block device
+// whether sysfs calls it rotational (a file's backing device is not
+// looked up: it is taken as non-rotational).
 func (d *Device) Limits() blockdev.Limits {
-	return blockdev.Limits{LogicalBlockSize: d.t.lbs, MaxHWSectorsKB: d.maxKB, QueueDepth: d.qd}
+	return blockdev.Limits{LogicalBlockSize: d.t.lbs, MaxHWSectorsKB: d.maxKB, QueueDepth: d.qd, Rotational: d.t.rot}
 }
 
 // Attach sets the completer.
@@ -135,7 +146,11 @@ func (d *Device) Attach(c blockdev.Completer) { d.c = c }
 func (d *Device) Spec() Spec { return d.spec }
 
 // Stats returns the counters so far.
-func (d *Device) Stats() Stats { return d.stats }
+func (d *Device) Stats() Stats {
+	s := d.stats
+	s.Enters = d.ring.enters
+	return s
+}
 
 // Submit writes r's stamped sectors to the target, or reads them, through
 // io_uring. It completes r later from an engine event, as the Device
@@ -172,6 +187,8 @@ func (d *Device) Submit(r *blockdev.Request) {
 	d.inflight.Add(1)
 	d.clock.Expect()
 	d.ring.push(op, d.t.fd, buf, r.Sector*blockdev.SectorSize, uint64(i))
+	d.slots[i].held = d.polled
+	d.unentered = append(d.unentered, i)
 	if d.polled && d.ring.pending < maxBatch {
 		return // Flush enters it, with the rest of this instant's
 	}
@@ -190,7 +207,14 @@ func (d *Device) Flush() {
 	if d.ring.pending == 0 || d.ringErr != nil {
 		return
 	}
-	if err := d.ring.submit(); err != nil {
+	d.entered(d.ring.submit())
+}
+
+// entered notes the outcome of entering the pushed requests: those the
+// kernel did not take (the ring's pending ones) are the last unentered.
+func (d *Device) entered(err error) {
+	d.unentered = d.unentered[len(d.unentered)-int(d.ring.pending):]
+	if err != nil {
 		d.broken(err)
 	}
 }
@@ -202,16 +226,26 @@ func (d *Device) Flush() {
 // them.
 func (d *Device) broken(err error) {
 	d.ringErr = err
+	fail := func(i int) {
+		d.slots[i].held = false
+		d.inflight.Add(-1)
+		res := -int32(syscall.EIO)
+		d.clock.Post(d, uint64(i)|uint64(uint32(res))<<32)
+	}
 	if !d.polled {
+		// The reaper reaps what the kernel took; fail only the rest.
+		for _, i := range d.unentered {
+			fail(i)
+		}
+		d.unentered = d.unentered[:0]
 		return
 	}
 	for i := range d.slots {
-		if d.slots[i].r != nil {
-			d.inflight.Add(-1)
-			res := -int32(syscall.EIO)
-			d.clock.Post(d, uint64(i)|uint64(uint32(res))<<32)
+		if d.slots[i].held {
+			fail(i)
 		}
 	}
+	d.unentered = d.unentered[:0]
 }
 
 // InFlight reports whether requests are outstanding (wallclock.Poller).
@@ -224,12 +258,12 @@ func (d *Device) InFlight() bool { return d.inflight.Load() > 0 && d.ringErr == 
 func (d *Device) Poll(spin, wait time.Duration) {
 	spinUntilReady(d.ring, spin)
 	if !d.ring.ready() && wait > 0 {
-		if err := d.ring.submitAndWait(wait); err != nil {
-			d.broken(err)
+		if d.entered(d.ring.submitAndWait(wait)); d.ringErr != nil {
 			return
 		}
 	}
 	d.ring.reap(func(ud uint64, res int32) {
+		d.slots[ud].held = false
 		d.inflight.Add(-1)
 		d.clock.Post(d, ud|uint64(uint32(res))<<32)
 	})
@@ -359,6 +393,7 @@ func (d *Device) Close() error {
 		for d.inflight.Load() > 0 && d.ringErr == nil {
 			d.Poll(0, wallclock.MaxPoll)
 		}
+		d.clock.SetPoller(nil)
 		err = d.ringErr
 	} else {
 		d.ring.push(opNop, -1, nil, 0, stopTag)

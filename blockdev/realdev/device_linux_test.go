@@ -274,6 +274,9 @@ func TestFullQueueAtOnce(t *testing.T) {
 		r = append(r, newReq(blockdev.OpRead, i*64, 4096, blockdev.Stamp{}))
 	}
 	run(t, e, d, w...)
+	if d.polled {
+		assert.Equal(t, uint64(16/maxBatch), d.Stats().Enters, "entered in batches of maxBatch")
+	}
 	run(t, e, d, r...)
 	require.Len(t, got.reqs, 32)
 	for i, rd := range r {
@@ -292,8 +295,10 @@ func TestBrokenRingFailsRequests(t *testing.T) {
 		t.Skip("this kernel's io_uring_enter takes no timeout (before 5.11): no polled device")
 	}
 	r := newReq(blockdev.OpWrite, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1})
+	fd := d.ring.fd
+	t.Cleanup(func() { syscall.Close(fd) })
 	e.AfterFunc(0, func() {
-		require.NoError(t, syscall.Close(d.ring.fd))
+		d.ring.fd = -1 // every io_uring_enter now fails with EBADF
 		d.Submit(r)
 	})
 	require.NoError(t, e.Run(-1))

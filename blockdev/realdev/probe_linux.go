@@ -98,10 +98,10 @@ func (d *Device) Probe(l Load, region int64, dur time.Duration) (Measured, error
 	for inflight > 0 {
 		var err error
 		if ring.extArg {
-			// One io_uring_enter submits and waits, as fio's does.
-			if ring.ready() {
-				err = ring.submit()
-			} else if err = ring.submit(); err == nil {
+			// Enter the new requests at once, check the completion
+			// ring for a while (as real mode does), then wait for a
+			// completion in the kernel, as fio does.
+			if err = ring.submit(); err == nil {
 				spinUntilReady(ring, d.clock.IdleSpin)
 			}
 			for err == nil && !ring.ready() {

@@ -167,6 +167,9 @@ type Stats struct {
 	Created bool
 	// Reads, Writes, ReadBytes and WriteBytes count requests issued.
 	Reads, Writes, ReadBytes, WriteBytes uint64
+	// Enters counts the io_uring_enter calls that handed requests to
+	// the kernel (fewer than requests when they went in batches).
+	Enters uint64
 	// Errors counts requests that failed (kernel errors, short transfers,
 	// refused requests); corrupt reads are counted in CorruptSectors.
 	Errors uint64

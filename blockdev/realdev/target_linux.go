@@ -24,7 +24,8 @@ type target struct {
 	size     int64
 	lbs      int // offset alignment (logical block size)
 	memAlign int
-	maxKB    int // 0: no limit known
+	maxKB    int  // 0: no limit known
+	rot      bool // a block device that says it is rotational
 	created  bool
 }
 
@@ -239,6 +240,7 @@ func openBlock(sp Spec, opt Options) (*target, error) {
 	}
 	t.size -= t.size % int64(t.lbs)
 	t.maxKB = sysfsInt(devSysfs(st.Rdev), "queue/max_hw_sectors_kb")
+	t.rot = sysfsInt(devSysfs(st.Rdev), "queue/rotational") == 1
 	if t.size == 0 {
 		t.close()
 		return nil, fmt.Errorf("%s has no capacity", path)

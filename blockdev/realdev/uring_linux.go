@@ -55,6 +55,11 @@ type getEventsArg struct {
 	ts        uint64
 }
 
+// kernelTimespec is struct __kernel_timespec (64-bit fields everywhere).
+type kernelTimespec struct {
+	sec, nsec int64
+}
+
 type sqe struct {
 	opcode      uint8
 	flags       uint8
@@ -95,7 +100,12 @@ type uring struct {
 	cqes    unsafe.Pointer
 	entries uint32
 	pending uint32 // SQEs written but not yet entered
+	enters  uint64 // io_uring_enter calls that submitted SQEs
 	extArg  bool   // IORING_FEAT_EXT_ARG
+	// The wait's argument and timeout live here, in the heap, because
+	// the kernel gets the timeout's address as an integer.
+	waitArg getEventsArg
+	waitTS  kernelTimespec
 }
 
 func newURing(entries uint32) (*uring, error) {
@@ -161,6 +171,7 @@ func (u *uring) submit() error {
 		if errno != 0 {
 			return fmt.Errorf("io_uring_enter: %w", errno)
 		}
+		u.enters++
 		u.pending -= uint32(n)
 	}
 	return nil
@@ -184,14 +195,15 @@ func (u *uring) ready() bool { return atomic.LoadUint32(u.cqHead) != atomic.Load
 // ready or d has passed, in one io_uring_enter (needs extArg; submitter
 // and completer only). A timeout is not an error.
 func (u *uring) submitAndWait(d time.Duration) error {
-	ts := unix.NsecToTimespec(int64(d))
-	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	u.waitTS = kernelTimespec{sec: int64(d / time.Second), nsec: int64(d % time.Second)}
+	u.waitArg = getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&u.waitTS)))}
 	for {
 		n, _, errno := syscall.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(u.fd), uintptr(u.pending), 1,
-			ioringEnterGetEvents|ioringEnterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
-		runtime.KeepAlive(&ts) // arg holds its address as an integer
+			ioringEnterGetEvents|ioringEnterExtArg, uintptr(unsafe.Pointer(&u.waitArg)), unsafe.Sizeof(u.waitArg))
+		runtime.KeepAlive(u) // waitArg holds waitTS's address as an integer
 		if errno == 0 || errno == syscall.ETIME || errno == syscall.EINTR {
-			if errno == 0 {
+			if errno == 0 && u.pending > 0 {
+				u.enters++
 				u.pending -= uint32(n)
 			}
 			if u.pending == 0 || errno != 0 {

@@ -111,8 +111,8 @@ func writeRealStats(w io.Writer, st *stack.Stack) {
 		return
 	}
 	s := st.Real.Stats()
-	fmt.Fprintf(w, "\nReal device %s: %d reads (%d KiB), %d writes (%d KiB), %d errors; every sector read verified: %d corrupt, %d never written by blksim, %d from earlier runs\n",
-		st.Device.Name(), s.Reads, s.ReadBytes>>10, s.Writes, s.WriteBytes>>10, s.Errors, s.CorruptSectors, s.ForeignSectors, s.StaleSectors)
+	fmt.Fprintf(w, "\nReal device %s: %d reads (%d KiB), %d writes (%d KiB) in %d io_uring_enter calls, %d errors; every sector read verified: %d corrupt, %d never written by blksim, %d from earlier runs\n",
+		st.Device.Name(), s.Reads, s.ReadBytes>>10, s.Writes, s.WriteBytes>>10, s.Enters, s.Errors, s.CorruptSectors, s.ForeignSectors, s.StaleSectors)
 	if s.CorruptSectors > 0 {
 		fmt.Fprintf(w, "  first corrupt sector: %s\n", s.FirstCorruptWhy)
 	}

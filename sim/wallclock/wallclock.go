@@ -100,8 +100,16 @@ type Clock struct {
 }
 
 // SetPoller makes p do the clock's idle waiting while it has IO in flight
-// (see Poller). Engine goroutine only, before Run; at most one.
-func (c *Clock) SetPoller(p Poller) { c.poller = p }
+// (see Poller); nil removes it. There is at most one: SetPoller reports
+// false, and changes nothing, if another is set. Engine goroutine only,
+// not during Run.
+func (c *Clock) SetPoller(p Poller) bool {
+	if p != nil && c.poller != nil && c.poller != p {
+		return false
+	}
+	c.poller = p
+	return true
+}
 
 // New returns a wall clock with the default spin windows.
 func New() *Clock {
@@ -265,7 +273,9 @@ func (c *Clock) poll(t, now sim.Time, idleSince time.Time) {
 		if rem <= c.Spin {
 			spin, wait = rem, 0
 		} else {
-			wait = min(wait, rem-c.Spin/2)
+			// Spin and wait together end Spin/2 before t.
+			spin = min(spin, rem-c.Spin/2)
+			wait = min(wait, rem-c.Spin/2-spin)
 		}
 	}
 	c.poller.Poll(spin, wait)

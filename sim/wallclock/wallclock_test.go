@@ -230,6 +230,7 @@ type fakePoller struct {
 	due      []time.Time // completion times of inflight
 	flushes  int
 	polls    []time.Duration // the wait of each Poll
+	spins    []time.Duration // and its spin
 }
 
 func (p *fakePoller) submit(arg uint64) {
@@ -253,6 +254,7 @@ func (p *fakePoller) InFlight() bool { return len(p.inflight) > 0 }
 
 func (p *fakePoller) Poll(spin, wait time.Duration) {
 	p.polls = append(p.polls, wait)
+	p.spins = append(p.spins, spin)
 	if d := time.Until(p.due[0]); d > 0 {
 		time.Sleep(min(d, spin+wait))
 	}
@@ -302,11 +304,26 @@ func TestPoller(t *testing.T) {
 // timer fires on time and the completion still arrives.
 func TestPollerWaitEndsAtTimer(t *testing.T) {
 	e, r, p := newPolled(t, 30*time.Millisecond)
+	p.c.IdleSpin = time.Hour // the spin too must end before the timer
 	e.AfterFunc(0, func() { p.submit(9) })
 	e.After(5*time.Millisecond, r, 1)
 	require.NoError(t, e.Run(-1))
 	assert.Equal(t, []uint64{1, 9}, r.args)
 	assert.GreaterOrEqual(t, r.times[0], sim.Time(5*time.Millisecond))
 	assert.Less(t, r.times[0], sim.Time(25*time.Millisecond), "the timer did not wait for the IO")
-	assert.LessOrEqual(t, p.polls[0], 5*time.Millisecond)
+	// The first Poll, before the timer, is bounded by it: spin and wait
+	// together end Spin/2 before it.
+	assert.LessOrEqual(t, p.spins[0]+p.polls[0], 5*time.Millisecond-p.c.Spin/2)
+}
+
+// A clock has at most one poller: a second is refused until the first is
+// removed.
+func TestOnePoller(t *testing.T) {
+	c := New()
+	a, b := &fakePoller{c: c}, &fakePoller{c: c}
+	assert.True(t, c.SetPoller(a))
+	assert.True(t, c.SetPoller(a), "setting the same poller again is allowed")
+	assert.False(t, c.SetPoller(b))
+	assert.True(t, c.SetPoller(nil))
+	assert.True(t, c.SetPoller(b))
 }
