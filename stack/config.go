@@ -311,7 +311,9 @@ func checkValue(def *keyDef, v string) error {
 		if def.enum != nil && contains(def.enum, v) {
 			break // a word the key allows besides durations
 		}
-		_, err = units.ParseDuration(v)
+		if _, err = units.ParseDuration(v); err != nil && def.enum != nil {
+			err = fmt.Errorf("%w, nor one of %s", err, strings.Join(def.enum, ", "))
+		}
 	case kString:
 		if def.enum != nil && !contains(def.enum, v) {
 			err = fmt.Errorf("%q is not one of %s", v, strings.Join(def.enum, ", "))

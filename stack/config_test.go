@@ -291,6 +291,7 @@ func TestSetErrors(t *testing.T) {
 		{"host.cpus", "-1", []string{`key "host.cpus"`}},
 		{"host.cpus", "1048577", []string{`key "host.cpus"`, "1048576"}},
 		{"queue.max_sectors_kb", "128k", []string{`key "queue.max_sectors_kb"`}},
+		{"queue.slice_idle", "bogus", []string{`key "queue.slice_idle"`, "duration", "nor one of auto"}},
 		{"fs", "btrfs", []string{`key "fs"`, `"btrfs"`, "ext4"}},
 		{"fs", "EXT4", []string{`key "fs"`, `"EXT4"`}},
 		{"fs", "", []string{`key "fs"`}},
@@ -453,6 +454,14 @@ func TestBuildQueueKeys(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, stack.ErrConfig)
 	assert.Contains(t, err.Error(), "max_sectors_kb")
+
+	for _, v := range []string{"auto", "0", "8ms"} {
+		c = stack.Default()
+		require.NoError(t, c.SetArg("queue.scheduler=cfq"))
+		require.NoError(t, c.SetArg("queue.slice_idle="+v))
+		_, err = build(t, c)
+		require.NoError(t, err, v)
+	}
 }
 
 func TestDeviceKeysFlowToProfile(t *testing.T) {
