@@ -56,7 +56,9 @@ const asyncKey = ^uint64(0)
 // requests in flight (cfq_should_idle), so many readers still fill the
 // device; since 4.12 SliceIdle defaults to none there anyway. Queues are
 // looked up by key; their service order is round-robin, in the order they
-// became busy. Not modelled: preemption, queue merging of cooperating
+// became busy, except that a sync request preempts an async queue being
+// served and its queue goes next (cfq_should_preempt's first rule). Not
+// modelled: the other preemption rules, queue merging of cooperating
 // processes (cfq_close_cooperator), group idling, and the shrinking of
 // the dispatch limit near a slice's end.
 type cfq struct {
@@ -149,6 +151,17 @@ func (c *cfq) insert(q *Queue, r *Request) {
 			c.idling = false
 			c.gen++
 		}
+		return
+	}
+	if c.active != nil && !c.active.sync && cq.sync {
+		// cfq_should_preempt: a sync request preempts the async queue;
+		// its queue is served next (cfq_preempt_queue).
+		if cq.queued {
+			c.rr = slices.Delete(c.rr, slices.Index(c.rr, cq), slices.Index(c.rr, cq)+1)
+		}
+		c.expire()
+		cq.queued = true
+		c.rr = slices.Insert(c.rr, 0, cq)
 		return
 	}
 	if !cq.queued {
