@@ -49,12 +49,13 @@ const asyncKey = ^uint64(0)
 // while sync requests are in flight. When the served queue runs empty,
 // cfq idles up to SliceIdle for the process's next sync request, waiting
 // for the requests it has in flight, before moving to the next busy
-// queue; not after a sync write without REQ_IDLE (fsync writeback). Idling
-// keeps one reader's stream sequential on a disk. On a non-rotational
-// device with a deep queue (cfq's hw_tag) it idles only for the last busy
-// sync queue and otherwise moves on at once, leaving the served queue's
-// requests in flight (cfq_should_idle), so many readers still fill the
-// device; since 4.12 SliceIdle defaults to none there anyway. Queues are
+// queue. Idling keeps one reader's stream sequential on a disk. After a
+// sync write without REQ_IDLE (fsync writeback), and on a non-rotational
+// device with a deep queue (cfq's hw_tag), it idles only for the last
+// busy queue of its kind (see shouldIdle) and otherwise moves on at once,
+// leaving the served queue's requests in flight (cfq_should_idle), so many
+// readers still fill a flash device; since 4.12 SliceIdle defaults to
+// none there anyway. Queues are
 // looked up by key; their service order is round-robin, in the order they
 // became busy, except that a sync request preempts an async queue being
 // served and its queue goes next (cfq_should_preempt's first rule). Not
@@ -90,7 +91,7 @@ func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
 	// cfq's hw_tag: the driver keeps CFQ_HW_QUEUE_MIN (5) or more
 	// requests in flight.
 	l := q.dev.Limits()
-	nonrot := !l.Rotational && l.QueueDepth >= 5
+	nonrot := !l.Rotational && q.depth >= 5
 	if o.SliceIdle == 0 && !l.Rotational {
 		o.SliceIdle = -1 // cfq_registered_queue: no idling on SSDs (4.12)
 	}
@@ -317,12 +318,25 @@ func (c *cfq) otherSyncBusy() bool {
 }
 
 // shouldIdle reports whether cfq keeps the device for the active queue
-// cq once it has run empty.
+// cq once it has run empty (cfq_should_idle): always for a queue with
+// its idle window on a disk; otherwise only when it is the last busy
+// queue of its service tree. The trees are approximated by the idle
+// window alone: queues after a sync write without REQ_IDLE form one,
+// the other sync queues the other (cfq also moves seeky queues to the
+// first; blksim does not track seeks).
 func (c *cfq) shouldIdle(cq *cfqQueue) bool {
-	if !cq.sync || cq.noIdle || c.opt.SliceIdle <= 0 {
+	if !cq.sync || c.opt.SliceIdle <= 0 {
 		return false
 	}
-	return !c.nonrot || !c.otherSyncBusy()
+	if !cq.noIdle && !c.nonrot {
+		return true
+	}
+	for _, q := range c.rr {
+		if q.sync && q.noIdle == cq.noIdle {
+			return false
+		}
+	}
+	return true
 }
 
 func b2i(b bool) int {

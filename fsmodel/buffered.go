@@ -621,6 +621,7 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 	last := from
 	pass := func(from, to int64) bool {
 		stop := false
+		last = from // done_index starts at each pass's first index
 		batch = batch[:0]
 		b.cache.RangeTagged(f.ino(), from, to, tag, func(p *pagecache.Page) bool {
 			batch = append(batch, p)
@@ -628,7 +629,9 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 		})
 		for len(batch) > 0 && !stop {
 			for _, p := range batch {
-				if wbc.SyncMode == writeback.SyncNone && wbc.NrToWrite <= 0 {
+				// f2fs also gives a priority to WB_SYNC threads: the
+				// flusher stops while an fsync is writing.
+				if wbc.SyncMode == writeback.SyncNone && (wbc.NrToWrite <= 0 || b.wb.YieldToSync(wbc)) {
 					stop = true
 					break
 				}
@@ -679,11 +682,6 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				}
 				wbc.NrToWrite--
 				last = p.Index() + 1
-				if b.wb.YieldToSync(wbc) {
-					// f2fs: give a priority to WB_SYNC threads
-					stop = true
-					break
-				}
 			}
 			if stop {
 				break

@@ -220,12 +220,13 @@ func (d *Device) entered(err error) {
 }
 
 // broken records that the ring failed: nothing more can complete through
-// it. A polled device then fails every request it holds (their IO may or
-// may not have happened), so the run ends with errors instead of waiting
-// forever; the reaper's requests stay outstanding, as the reaper left
-// them.
+// it. A polled device then fails every request it holds and has not
+// reaped (their IO may or may not have happened), so the run ends with
+// errors instead of waiting forever. With a reaper, the requests the
+// kernel never took fail; those it took are the reaper's to complete.
 func (d *Device) broken(err error) {
 	d.ringErr = err
+	d.ring.discard() // what was never entered never will be
 	fail := func(i int) {
 		d.slots[i].held = false
 		d.inflight.Add(-1)
@@ -248,8 +249,14 @@ func (d *Device) broken(err error) {
 	d.unentered = d.unentered[:0]
 }
 
-// InFlight reports whether requests are outstanding (wallclock.Poller).
-func (d *Device) InFlight() bool { return d.inflight.Load() > 0 && d.ringErr == nil }
+// InFlight reports how many requests are outstanding, 0 once the ring
+// has failed (wallclock.Poller).
+func (d *Device) InFlight() int {
+	if d.ringErr != nil {
+		return 0
+	}
+	return int(d.inflight.Load())
+}
 
 // Poll collects completions on the engine goroutine and posts them to the
 // clock (wallclock.Poller): it checks the completion ring for up to spin,

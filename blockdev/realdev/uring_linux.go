@@ -188,6 +188,14 @@ func (u *uring) wait() error {
 	return nil
 }
 
+// discard drops the SQEs pushed and not yet entered (submitter only):
+// the kernel reads the submission ring only when entered, so they never
+// reach it.
+func (u *uring) discard() {
+	atomic.StoreUint32(u.sqTail, atomic.LoadUint32(u.sqTail)-u.pending)
+	u.pending = 0
+}
+
 // ready reports whether a completion is waiting (completer only).
 func (u *uring) ready() bool { return atomic.LoadUint32(u.cqHead) != atomic.LoadUint32(u.cqTail) }
 

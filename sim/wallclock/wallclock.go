@@ -40,8 +40,9 @@ type Poller interface {
 	// clock calls it before the engine waits or sleeps, so requests
 	// issued at one instant go to the kernel together.
 	Flush()
-	// InFlight reports whether IO is outstanding that Poll can wait for.
-	InFlight() bool
+	// InFlight reports how many of the clock's expected deliveries are
+	// the poller's: IO outstanding that Poll can wait for.
+	InFlight() int
 	// Poll collects completions and posts each with Clock.Post. It first
 	// checks for them without blocking for up to spin, then blocks until
 	// at least one arrives or wait has passed (wait <= 0: do not block).
@@ -247,7 +248,7 @@ func (c *Clock) Wait(t sim.Time) bool {
 		if t >= 0 && now >= t {
 			return true
 		}
-		if c.poller != nil && c.poller.InFlight() {
+		if c.poller != nil && c.poller.InFlight() > 0 {
 			c.poll(t, now, idleSince)
 			continue
 		}
@@ -268,6 +269,11 @@ func (c *Clock) poll(t, now sim.Time, idleSince time.Time) {
 		spin = max(c.IdleSpin-time.Since(idleSince), 0)
 	}
 	wait := MaxPoll
+	if c.expected > c.poller.InFlight() {
+		// Others will post too, and cannot wake a poller blocked in
+		// the kernel: block for short spells only.
+		wait = c.Spin
+	}
 	if t >= 0 {
 		rem := time.Duration(t - now)
 		if rem <= c.Spin {
