@@ -672,6 +672,7 @@ func FuzzParse(f *testing.F) {
 		"\"ext4.iomap_dio\" = true\next4.iomap_dio = false\n",
 		"device. = 1\n",
 		"host.wake_latency = -1\n",
+		"[queue]\nscheduler = \"cfq\"\nslice_idle = \"auto\"\n",
 		"a = [\n",
 	} {
 		f.Add([]byte(s))
