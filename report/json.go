@@ -49,6 +49,11 @@ import (
 // "con_bounces") and "handoffs"; when r.CPUs is set, "cpus", per CPU
 // "cpu" (its id), "usr_ns" and "sys_ns", and "spin_ns" (lock spinning,
 // on no CPU);
+// "real_device", only for a run on a real device (opt.Real): "name",
+// "backend", "reads", "writes", "read_bytes", "write_bytes",
+// "io_uring_enters", "errors", "corrupt_sectors" (with
+// "first_corrupt_sector" and "first_corrupt_why" when non-zero),
+// "foreign_sectors", "stale_sectors" and "interrupted";
 // "integrity", only when the atomicity oracle ran (r.Integrity.On):
 // "reads_checked", "torn_reads", "torn_pages", "stale_reads" and
 // "stale_pages" for the whole run, and "jobs", one object per job (or
@@ -211,6 +216,9 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 	if r.Integrity.On {
 		o.add("integrity", integrityJSON(r))
 	}
+	if d := opt.Real; d != nil {
+		o.add("real_device", realDeviceJSON(d))
+	}
 
 	e := &r.Engine
 	eo := new(jsonObject)
@@ -222,6 +230,28 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 		eo.add("ios_per_wall_second", iosPerWallSecond(e))
 	}
 	o.add("engine", eo)
+	return o
+}
+
+// realDeviceJSON is "blksim"."real_device".
+func realDeviceJSON(d *RealDevice) *jsonObject {
+	o := new(jsonObject)
+	o.add("name", d.Name)
+	o.add("backend", d.Backend)
+	o.add("reads", d.Reads)
+	o.add("writes", d.Writes)
+	o.add("read_bytes", d.ReadBytes)
+	o.add("write_bytes", d.WriteBytes)
+	o.add("io_uring_enters", d.Enters)
+	o.add("errors", d.Errors)
+	o.add("corrupt_sectors", d.CorruptSectors)
+	if d.CorruptSectors > 0 {
+		o.add("first_corrupt_sector", d.FirstCorrupt)
+		o.add("first_corrupt_why", d.FirstCorruptWhy)
+	}
+	o.add("foreign_sectors", d.ForeignSectors)
+	o.add("stale_sectors", d.StaleSectors)
+	o.add("interrupted", d.Interrupted)
 	return o
 }
 
@@ -297,6 +327,8 @@ func writeJSONValue(b *bufio.Writer, v any, level int) {
 	switch v := v.(type) {
 	case string:
 		writeJSONString(b, v)
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
 	case int:
 		b.WriteString(strconv.Itoa(v))
 	case int64:

@@ -40,6 +40,29 @@ type Options struct {
 	// TerseVersion is the version of fio's terse format WriteTerse writes,
 	// 2 to 5; 0 means DefaultTerseVersion (3).
 	TerseVersion int
+	// Real, for a run on a real device, is its counters and verification
+	// result, which the JSON output gives as "blksim"."real_device".
+	Real *RealDevice
+}
+
+// RealDevice is what a real device saw in a run (realdev.Stats, as
+// plain figures).
+type RealDevice struct {
+	Name, Backend                        string
+	Reads, Writes, ReadBytes, WriteBytes uint64
+	// Enters counts io_uring_enter calls that handed requests to the
+	// kernel.
+	Enters uint64
+	// Errors counts failed requests; CorruptSectors the sectors read with
+	// a damaged or misdirected header (FirstCorrupt, -1: none, and
+	// FirstCorruptWhy the first); ForeignSectors those blksim never wrote
+	// and StaleSectors those of an earlier run.
+	Errors, CorruptSectors, ForeignSectors, StaleSectors uint64
+	FirstCorrupt                                         int64
+	FirstCorruptWhy                                      string
+	// Interrupted reports a SIGINT; the results then cover the run up to
+	// it.
+	Interrupted bool
 }
 
 // fixedDate replaces the date fio prints in each job's header line: fio

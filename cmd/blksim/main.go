@@ -315,7 +315,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	res.Seed = *seed
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer
-	opt := report.Options{OmitWall: omitWall(env), Bins: formats.jsonPlus, TerseVersion: *terseVersion}
+	opt := report.Options{OmitWall: omitWall(env), Bins: formats.jsonPlus, TerseVersion: *terseVersion, Real: realReport(st)}
 	// In fio's order: terse, then json, then normal.
 	if formats.terse {
 		if err := report.WriteTerse(&out, res, opt); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 
 	"github.com/blksim/blksim/blockdev/realdev"
+	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/stack"
 	"github.com/blksim/blksim/workload"
@@ -102,6 +103,18 @@ func stackLine(st *stack.Stack, cfg *stack.Config) string {
 		mount = " mounted with dax"
 	}
 	return fmt.Sprintf("stack: %s%s on %s (%s)\n", st.FS.Policy().Name(), mount, st.Device.Name(), cfg.Get("device.profile"))
+}
+
+// realReport is the real device's figures for the report, or nil.
+func realReport(st *stack.Stack) *report.RealDevice {
+	if st.Real == nil {
+		return nil
+	}
+	s := st.Real.Stats()
+	return &report.RealDevice{Name: st.Device.Name(), Backend: s.Backend, Reads: s.Reads, Writes: s.Writes,
+		ReadBytes: s.ReadBytes, WriteBytes: s.WriteBytes, Enters: s.Enters, Errors: s.Errors,
+		CorruptSectors: s.CorruptSectors, ForeignSectors: s.ForeignSectors, StaleSectors: s.StaleSectors,
+		FirstCorrupt: s.FirstCorrupt, FirstCorruptWhy: s.FirstCorruptWhy, Interrupted: st.Wall.Interrupted()}
 }
 
 // writeRealStats prints the real device's counters and its verification

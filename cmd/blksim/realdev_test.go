@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,28 @@ func TestRunDeviceFile(t *testing.T) {
 	assert.Equal(t, exitOK, status, errOut.String())
 	assert.Contains(t, out.String(), "real device file:"+path)
 	assert.Contains(t, out.String(), "0 corrupt")
+	// JSON carries the device's counters and verification result.
+	out.Reset()
+	errOut.Reset()
+	status = run([]string{"run", "--device", "file:" + path + ",size=32m", "--name=j", "--rw=randrw", "--bs=4k",
+		"--size=16m", "--direct=1", "--runtime=100ms", "--time_based=1", "--output-format=json"}, &out, &errOut, noEnv)
+	require.Equal(t, exitOK, status, errOut.String())
+	var doc struct {
+		Blksim struct {
+			Real struct {
+				Reads, Writes uint64
+				Enters        uint64 `json:"io_uring_enters"`
+				Corrupt       uint64 `json:"corrupt_sectors"`
+				Interrupted   bool
+			} `json:"real_device"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	rd := doc.Blksim.Real
+	assert.Positive(t, rd.Reads+rd.Writes)
+	assert.Positive(t, rd.Enters)
+	assert.Zero(t, rd.Corrupt)
+	assert.False(t, rd.Interrupted)
 	// A file blksim did not create is refused without --force.
 	other := filepath.Join(dir, "other.dat")
 	assert.NoError(t, os.WriteFile(other, make([]byte, 1<<20), 0o644))
