@@ -2,6 +2,7 @@ package blockdev
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -42,7 +43,8 @@ type cfqQueue struct {
 // asyncKey is the queue of async (writeback) requests.
 const asyncKey = ^uint64(0)
 
-// cfq serves one queue at a time for a time slice, issuing its requests
+// cfq serves one queue at a time for a time slice (which starts when its
+// first request completes), issuing its requests
 // in sector order (cfq_may_dispatch): at most Quantum/2 of them in flight
 // until the first completes, then Quantum, and any number when no other
 // queue is busy or it is the only busy sync queue; an async queue waits
@@ -70,7 +72,7 @@ type cfq struct {
 	queues   map[uint64]*cfqQueue
 	rr       []*cfqQueue // busy queues waiting for service
 	active   *cfqQueue
-	slice    sim.Time // end of the active queue's slice
+	slice    sim.Time // end of the active queue's slice (none until sliceNew ends)
 	sliceNew bool     // no request of the active queue completed yet
 	inflight [2]int   // requests in flight, async [0] and sync [1]
 	idling   bool
@@ -221,7 +223,7 @@ func (c *cfq) expire() {
 }
 
 // selectNext makes the next busy queue active, if any.
-func (c *cfq) selectNext(now sim.Time) bool {
+func (c *cfq) selectNext() bool {
 	if len(c.rr) == 0 {
 		return false
 	}
@@ -230,12 +232,19 @@ func (c *cfq) selectNext(now sim.Time) bool {
 	cq.queued = false
 	c.active = cq
 	c.sliceNew = true
+	c.slice = sim.Time(math.MaxInt64) // set at its first completion
+	return true
+}
+
+// startSlice starts the active queue's time slice, at the completion of
+// its first request (cfq_completed_request: cfq_set_prio_slice).
+func (c *cfq) startSlice(now sim.Time) {
 	slice := c.opt.SliceAsync
-	if cq.sync {
+	if c.active.sync {
 		slice = c.opt.SliceSync
 	}
 	c.slice = now + sim.Time(slice)
-	return true
+	c.sliceNew = false
 }
 
 func (c *cfq) dispatch(q *Queue) *Request {
@@ -243,7 +252,7 @@ func (c *cfq) dispatch(q *Queue) *Request {
 	for {
 		cq := c.active
 		if cq == nil {
-			if !c.selectNext(now) {
+			if !c.selectNext() {
 				return nil
 			}
 			continue
@@ -357,8 +366,8 @@ func (c *cfq) Fire(gen uint64) {
 
 func (c *cfq) completed(q *Queue, r *Request) {
 	if r.cfqq != nil {
-		if r.cfqq == c.active {
-			c.sliceNew = false
+		if r.cfqq == c.active && c.sliceNew {
+			c.startSlice(q.e.Now())
 		}
 		r.cfqq.inflight--
 		c.inflight[b2i(r.cfqq.sync)]--
