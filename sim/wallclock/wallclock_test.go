@@ -66,20 +66,24 @@ func TestRunWaitsForOutstandingDeliveries(t *testing.T) {
 	defer e.Close()
 	r := &recorder{e: e}
 	var wg sync.WaitGroup
-	e.AfterFunc(0, func() {
-		c.Expect()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(3 * time.Millisecond)
-			c.Post(r, 42)
-		}()
-	})
+	e.AfterFunc(0, func() { postLater(c, &wg, r, 42, 3*time.Millisecond) })
 	require.NoError(t, e.Run(-1))
 	wg.Wait()
 	require.Equal(t, []uint64{42}, r.args)
 	assert.GreaterOrEqual(t, r.times[0], sim.Time(3*time.Millisecond))
 	assert.Equal(t, 0, c.Outstanding())
+}
+
+// postLater expects one delivery and posts h.Fire(arg) from another
+// goroutine after d (engine goroutine; wg counts the goroutine).
+func postLater(c *Clock, wg *sync.WaitGroup, h sim.Handler, arg uint64, d time.Duration) {
+	c.Expect()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(d)
+		c.Post(h, arg)
+	}()
 }
 
 // TestManyPosters: completions from many goroutines at once all arrive,
@@ -339,13 +343,7 @@ func TestPollerWithOtherPosters(t *testing.T) {
 	var wg sync.WaitGroup
 	e.AfterFunc(0, func() {
 		p.submit(1)
-		c.Expect()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(2 * time.Millisecond)
-			c.Post(r, 2)
-		}()
+		postLater(c, &wg, r, 2, 2*time.Millisecond)
 	})
 	require.NoError(t, e.Run(-1))
 	wg.Wait()
