@@ -21,6 +21,16 @@ func measureSim(t *testing.T, mk func(e *sim.Engine) blockdev.Device, l Load, du
 	return got
 }
 
+// measureFitLoads measures every load calibrate fits on devices built by mk.
+func measureFitLoads(t *testing.T, mk func(e *sim.Engine) blockdev.Device) map[Load]Measured {
+	t.Helper()
+	meas := map[Load]Measured{}
+	for _, l := range FitLoads(1 << 20) {
+		meas[l] = measureSim(t, mk, l, 50*time.Millisecond)
+	}
+	return meas
+}
+
 func flatBase() blockdev.FlatParams {
 	p := blockdev.DefaultFlatParams()
 	p.Capacity = 128 << 20
@@ -45,10 +55,7 @@ func TestFitFlatRecoversAFlatDevice(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	}
-	meas := map[Load]Measured{}
-	for _, l := range FitLoads(1 << 20) {
-		meas[l] = measureSim(t, mk, l, 50*time.Millisecond)
-	}
+	meas := measureFitLoads(t, mk)
 	base := flatBase()
 	base.Name = "vda"
 	got, err := FitFlat(meas, base)
@@ -83,10 +90,7 @@ func TestFitFlatReproducesItsLoads(t *testing.T) {
 		require.NoError(t, err)
 		return d
 	}
-	meas := map[Load]Measured{}
-	for _, l := range FitLoads(1 << 20) {
-		meas[l] = measureSim(t, mkNVMe, l, 50*time.Millisecond)
-	}
+	meas := measureFitLoads(t, mkNVMe)
 	p, err := FitFlat(meas, flatBase())
 	require.NoError(t, err)
 	mkFlat := func(e *sim.Engine) blockdev.Device {
