@@ -133,7 +133,8 @@ const (
 // NVMe is a parametric NAND flash SSD (kind nvme, ufs or sata-ssd). Each die serves its work in arrival order
 // (a read that arrives behind a program waits for it: the model has no
 // program suspend); reads touch the die of each NAND page they cover
-// (pages are striped across dies); writes are absorbed by the write buffer
+// (pages are striped across dies), one page per array read (no
+// multi-plane reads); writes are absorbed by the write buffer
 // and programmed later, one program-size unit at a time, round-robin over
 // the dies (respecting ProgramQueue); writes of StreamMin bytes or more
 // bypass the buffer. The host link is one FIFO
