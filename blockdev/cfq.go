@@ -27,6 +27,12 @@ type CFQOptions struct {
 	// FifoExpireSync and FifoExpireAsync bound how long a request waits
 	// before it is served out of sector order (125 ms, 250 ms).
 	FifoExpireSync, FifoExpireAsync time.Duration
+	// TargetLatency is the time in which cfq's low_latency mode means to
+	// serve every busy queue once (target_latency, 300 ms).
+	TargetLatency time.Duration
+	// NoLowLatency turns low_latency off (sysfs low_latency=0): slices
+	// then keep their full length however many queues are busy.
+	NoLowLatency bool
 }
 
 // cfqQueue is one process's sync queue, or the shared async queue.
@@ -44,11 +50,17 @@ type cfqQueue struct {
 const asyncKey = ^uint64(0)
 
 // cfq serves one queue at a time for a time slice (which starts when its
-// first request completes), issuing its requests
-// in sector order (cfq_may_dispatch): at most Quantum/2 of them in flight
-// until the first completes, then Quantum, and any number when no other
-// queue is busy or it is the only busy sync queue; an async queue waits
-// while sync requests are in flight. When the served queue runs empty,
+// first request completes), issuing its requests in sector order. How
+// many may be in flight follows cfq_may_dispatch: Quantum/2 at any time;
+// while other queues are busy, more only once the slice has started and
+// only while it would outlast SliceIdle per request in flight
+// (cfq_slice_used_soon), up to Quantum; any number when no other queue
+// is busy or it is the only busy sync queue. An async queue waits while
+// sync requests are in flight. In low_latency mode (the default) a slice
+// shrinks so that the busy queues' sync slices fit TargetLatency, but not
+// below twice SliceIdle (cfq_scaled_cfqq_slice), so with many busy
+// queues and SliceIdle set, the served queue keeps Quantum/2 in flight.
+// When the served queue runs empty,
 // cfq idles up to SliceIdle for the process's next sync request, waiting
 // for the requests it has in flight, before moving to the next busy
 // queue. Idling keeps one reader's stream sequential on a disk. After a
@@ -62,8 +74,9 @@ const asyncKey = ^uint64(0)
 // became busy, except that a sync request preempts an async queue being
 // served and its queue goes next (cfq_should_preempt's first rule). Not
 // modelled: the other preemption rules, queue merging of cooperating
-// processes (cfq_close_cooperator), group idling, and the shrinking of
-// the dispatch limit near a slice's end.
+// processes (cfq_close_cooperator), group idling, the service trees and
+// workload slices of sync, sync-noidle and async queues, and the ramp of
+// an async queue's depth after a delayed sync request.
 type cfq struct {
 	e        *sim.Engine
 	q        *Queue
@@ -74,6 +87,7 @@ type cfq struct {
 	active   *cfqQueue
 	slice    sim.Time // end of the active queue's slice (none until sliceNew ends)
 	sliceNew bool     // no request of the active queue completed yet
+	busyAvg  int      // cfq_group_get_avg_queues: busy queues, averaged
 	inflight [2]int   // requests in flight, async [0] and sync [1]
 	idling   bool
 	gen      uint64 // invalidates stale idle timers
@@ -100,6 +114,7 @@ func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
 	def(&o.SliceIdle, 8*time.Millisecond)
 	def(&o.FifoExpireSync, 125*time.Millisecond)
 	def(&o.FifoExpireAsync, 250*time.Millisecond)
+	def(&o.TargetLatency, 300*time.Millisecond)
 	return &cfq{e: e, q: q, opt: o, nonrot: nonrot, queues: make(map[uint64]*cfqQueue)}
 }
 
@@ -239,13 +254,46 @@ func (c *cfq) selectNext() bool {
 // startSlice starts the active queue's time slice, at the completion of
 // its first request (cfq_completed_request: cfq_set_prio_slice).
 func (c *cfq) startSlice(now sim.Time) {
+	c.slice = now + sim.Time(c.scaledSlice())
+	c.sliceNew = false
+}
+
+// scaledSlice is the active queue's slice (cfq_scaled_cfqq_slice): in
+// low_latency mode, when the busy queues' full sync slices would exceed
+// TargetLatency, each slice shrinks in proportion, but not below twice
+// SliceIdle (scaled like the slice itself).
+func (c *cfq) scaledSlice() time.Duration {
 	slice := c.opt.SliceAsync
 	if c.active.sync {
 		slice = c.opt.SliceSync
 	}
-	c.slice = now + sim.Time(slice)
-	c.sliceNew = false
+	if c.opt.NoLowLatency {
+		return slice
+	}
+	sync := c.opt.SliceSync
+	expect := sync * time.Duration(c.avgBusy())
+	if expect <= c.opt.TargetLatency {
+		return slice
+	}
+	low := min(slice, 2*c.idle()*slice/sync)
+	return max(slice*c.opt.TargetLatency/expect, low)
 }
+
+// avgBusy updates and returns the average number of busy queues
+// (cfq_group_get_avg_queues): at each update it moves three quarters of
+// the way to a higher count and a quarter of the way to a lower one.
+func (c *cfq) avgBusy() int {
+	busy := len(c.rr)
+	if c.active != nil && len(c.active.sorted) > 0 {
+		busy++
+	}
+	lo, hi := min(c.busyAvg, busy), max(c.busyAvg, busy)
+	c.busyAvg = (3*hi + lo + 2) / 4
+	return c.busyAvg
+}
+
+// idle is SliceIdle, 0 when idling is off.
+func (c *cfq) idle() time.Duration { return max(c.opt.SliceIdle, 0) }
 
 func (c *cfq) dispatch(q *Queue) *Request {
 	now := q.e.Now()
@@ -271,7 +319,7 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			if cq.sync && c.inflight[0] > 0 && c.shouldIdle(cq) {
 				return nil // drain async requests before idling sync IO
 			}
-			if limit := c.dispatchLimit(cq); limit > 0 && cq.inflight >= limit {
+			if !c.mayDispatch(cq, now) {
 				return nil
 			}
 			r := cq.sorted[0]
@@ -303,16 +351,32 @@ func (c *cfq) dispatch(q *Queue) *Request {
 	}
 }
 
-// dispatchLimit is how many requests the active queue cq may have in
-// flight (0: no limit).
-func (c *cfq) dispatchLimit(cq *cfqQueue) int {
-	if len(c.rr) == 0 || cq.sync && !c.otherSyncBusy() {
-		return 0 // the only busy queue, or the only busy sync queue
+// mayDispatch reports whether the active queue cq may put one more
+// request in flight (cfq_may_dispatch): always below Quantum/2; beyond
+// that, while other queues are busy, not when its slice is new or would
+// end within SliceIdle per request in flight (cfq_slice_used_soon), and
+// at most Quantum; with no limit when it is the only busy queue or the
+// only busy sync queue.
+func (c *cfq) mayDispatch(cq *cfqQueue, now sim.Time) bool {
+	if cq.inflight < max(c.opt.Quantum/2, 1) {
+		return true
 	}
-	if c.sliceNew {
-		return max(c.opt.Quantum/2, 1)
+	others := len(c.rr) > 0
+	promote := cq.sync && !c.otherSyncBusy()
+	if others && !promote && c.sliceUsedSoon(cq, now) {
+		return false
 	}
-	return c.opt.Quantum
+	if !others || promote {
+		return true
+	}
+	return cq.inflight < c.opt.Quantum
+}
+
+// sliceUsedSoon reports whether the active queue's slice is still new or
+// would be over before its requests in flight complete, at SliceIdle
+// each (cfq_slice_used_soon).
+func (c *cfq) sliceUsedSoon(cq *cfqQueue, now sim.Time) bool {
+	return c.sliceNew || now+sim.Time(c.idle()*time.Duration(cq.inflight)) > c.slice
 }
 
 // otherSyncBusy reports whether a sync queue other than the active one

@@ -113,6 +113,9 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 			SliceSync:  c.duration("queue.slice_sync"),
 			SliceAsync: c.duration("queue.slice_async"),
 			SliceIdle:  c.cfqIdle(),
+
+			TargetLatency: c.duration("queue.target_latency"),
+			NoLowLatency:  !c.boolean("queue.low_latency"),
 		},
 	})
 	if err != nil {
