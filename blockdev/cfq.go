@@ -3,6 +3,7 @@ package blockdev
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -28,7 +29,8 @@ type CFQOptions struct {
 	// before it is served out of sector order (125 ms, 250 ms).
 	FifoExpireSync, FifoExpireAsync time.Duration
 	// TargetLatency is the time in which cfq's low_latency mode means to
-	// serve every busy queue once (target_latency, 300 ms).
+	// serve every busy queue once (target_latency, 300 ms; zero or
+	// negative: 300 ms).
 	TargetLatency time.Duration
 	// NoLowLatency turns low_latency off (sysfs low_latency=0): slices
 	// then keep their full length however many queues are busy.
@@ -59,7 +61,9 @@ const asyncKey = ^uint64(0)
 // sync requests are in flight. In low_latency mode (the default) a slice
 // shrinks so that the busy queues' sync slices fit TargetLatency, but not
 // below twice SliceIdle (cfq_scaled_cfqq_slice), so with many busy
-// queues and SliceIdle set, the served queue keeps Quantum/2 in flight.
+// queues and SliceIdle set, the served queue keeps Quantum/2 in flight
+// (for a Quantum of 6 or more). A queue whose slice is used up yields to
+// the next busy queue at once, its requests still in flight.
 // When the served queue runs empty,
 // cfq idles up to SliceIdle for the process's next sync request, waiting
 // for the requests it has in flight, before moving to the next busy
@@ -75,8 +79,11 @@ const asyncKey = ^uint64(0)
 // served and its queue goes next (cfq_should_preempt's first rule). Not
 // modelled: the other preemption rules, queue merging of cooperating
 // processes (cfq_close_cooperator), group idling, the service trees and
-// workload slices of sync, sync-noidle and async queues, and the ramp of
-// an async queue's depth after a delayed sync request.
+// workload slices of sync, sync-noidle and async queues, the ramp of an
+// async queue's depth after a delayed sync request, its expiry after
+// cfq_prio_to_maxrq dispatches, an expired FIFO request's exemption from
+// the dispatch limits (must_dispatch), and the update of the busy-queue
+// average when a preempted queue's slice had not started.
 type cfq struct {
 	e        *sim.Engine
 	q        *Queue
@@ -114,7 +121,9 @@ func newCFQ(e *sim.Engine, q *Queue, o CFQOptions) *cfq {
 	def(&o.SliceIdle, 8*time.Millisecond)
 	def(&o.FifoExpireSync, 125*time.Millisecond)
 	def(&o.FifoExpireAsync, 250*time.Millisecond)
-	def(&o.TargetLatency, 300*time.Millisecond)
+	if o.TargetLatency <= 0 {
+		o.TargetLatency = 300 * time.Millisecond
+	}
 	return &cfq{e: e, q: q, opt: o, nonrot: nonrot, queues: make(map[uint64]*cfqQueue)}
 }
 
@@ -275,16 +284,30 @@ func (c *cfq) scaledSlice() time.Duration {
 	if expect <= c.opt.TargetLatency {
 		return slice
 	}
-	low := min(slice, 2*c.idle()*slice/sync)
-	return max(slice*c.opt.TargetLatency/expect, low)
+	low := min(slice, mulDiv(2*c.idle(), slice, sync))
+	return max(mulDiv(slice, c.opt.TargetLatency, expect), low)
+}
+
+// mulDiv is a*b/c for non-negative a, b and positive c without overflow
+// of the product (as the kernel's u64 arithmetic holds slices of a
+// minute); a quotient beyond the int64 range saturates.
+func mulDiv(a, b, c time.Duration) time.Duration {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	return time.Duration(min(q, math.MaxInt64))
 }
 
 // avgBusy updates and returns the average number of busy queues
 // (cfq_group_get_avg_queues): at each update it moves three quarters of
 // the way to a higher count and a quarter of the way to a lower one.
 func (c *cfq) avgBusy() int {
+	// The served queue stays on its service tree until it expires, its
+	// requests all dispatched or not (cfq_del_rq_rb).
 	busy := len(c.rr)
-	if c.active != nil && len(c.active.sorted) > 0 {
+	if c.active != nil {
 		busy++
 	}
 	lo, hi := min(c.busyAvg, busy), max(c.busyAvg, busy)
@@ -305,14 +328,13 @@ func (c *cfq) dispatch(q *Queue) *Request {
 			}
 			continue
 		}
-		if now >= c.slice && len(c.rr) > 0 && cq.inflight == 0 {
+		if now >= c.slice && len(c.rr) > 0 {
+			// The slice is used up: the next queue is served at once,
+			// this one's requests still in flight (cfq_select_queue).
 			c.expire()
 			continue
 		}
 		if len(cq.sorted) > 0 {
-			if now >= c.slice && len(c.rr) > 0 {
-				return nil // wait for completions (then switch)
-			}
 			if !cq.sync && c.inflight[1] > 0 {
 				return nil // an async queue waits for sync IO to finish
 			}

@@ -1,6 +1,7 @@
 package blockdev
 
 import (
+	"cmp"
 	"testing"
 	"time"
 
@@ -20,6 +21,9 @@ func TestCFQScaledSlice(t *testing.T) {
 		noLowLat  bool
 		busy      int // busy queues besides the active one
 		prevAvg   int
+		idleQueue bool          // the active queue has nothing queued (all in flight)
+		async     bool          // the active queue is the async queue
+		sync      time.Duration // SliceSync (0: 100ms)
 		wantSlice time.Duration
 		wantAvg   int
 	}{
@@ -32,14 +36,23 @@ func TestCFQScaledSlice(t *testing.T) {
 		{name: "32 queues, floor of twice slice_idle", idle: 8 * ms, busy: 31, prevAvg: 32, wantSlice: 16 * ms, wantAvg: 32},
 		{name: "average decays by a quarter", idle: -1, busy: 1, prevAvg: 32, wantSlice: 12 * ms, wantAvg: 25},
 		{name: "low_latency off", idle: 8 * ms, noLowLat: true, busy: 31, prevAvg: 32, wantSlice: 100 * ms, wantAvg: 32},
+		{name: "active queue counts with all its requests in flight", idle: -1, busy: 3, prevAvg: 3, idleQueue: true, wantSlice: 75 * ms, wantAvg: 4},
+		{name: "slice_idle set, floor below the scaled slice", idle: 2 * ms, busy: 5, prevAvg: 6, wantSlice: 50 * ms, wantAvg: 6},
+		{name: "async slice scales, floor scaled too", idle: 8 * ms, async: true, busy: 31, prevAvg: 32, wantSlice: 6400 * time.Microsecond, wantAvg: 32},
+		{name: "minute-long slices do not overflow", idle: -1, sync: 40 * time.Second, busy: 31, prevAvg: 32, wantSlice: 9375 * time.Microsecond, wantAvg: 32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			sync := cmp.Or(tc.sync, 100*ms)
+			active := &cfqQueue{sync: !tc.async}
+			if !tc.idleQueue {
+				active.sorted = []*Request{{}}
+			}
 			c := &cfq{
 				opt: CFQOptions{
-					SliceSync: 100 * ms, SliceAsync: 40 * ms, SliceIdle: tc.idle,
+					SliceSync: sync, SliceAsync: 40 * ms, SliceIdle: tc.idle,
 					TargetLatency: 300 * ms, NoLowLatency: tc.noLowLat,
 				},
-				active:  &cfqQueue{sync: true, sorted: []*Request{{}}},
+				active:  active,
 				rr:      make([]*cfqQueue, tc.busy),
 				busyAvg: tc.prevAvg,
 			}

@@ -77,7 +77,7 @@ var keyDefs = []keyDef{
 	{"queue.slice_sync", kDuration, "100ms", "cfq: time slice of a process's sync queue", nil},
 	{"queue.slice_async", kDuration, "40ms", "cfq: time slice of the async queue", nil},
 	{"queue.low_latency", kBool, "true", "cfq: low_latency mode, which shrinks slices so that the busy queues' slices fit target_latency (not below twice slice_idle)", nil},
-	{"queue.target_latency", kDuration, "300ms", "cfq: low_latency's target for serving every busy queue once", nil},
+	{"queue.target_latency", kDuration, "300ms", "cfq: low_latency's target for serving every busy queue once (0: 300ms)", nil},
 	{"queue.slice_idle", kDuration, "auto", "cfq: idle wait for the served process's next sync request (0: no idling; auto: the kernel's default, 8ms on a rotational device and 0 on a non-rotational one, as since 4.12; set 8ms for the flash behaviour of older kernels)", []string{"auto"}},
 	{"queue.nr_hw_queues", kInt, "0", "hardware queues (0: the device's, else 1); a task's CPU picks its queue", nil},
 	{"queue.read_expire", kDuration, "500ms", "mq-deadline: read FIFO expiry", nil},
