@@ -104,7 +104,6 @@ type Request struct {
 	noMerge  bool      // holds a split-off piece: never merged into
 	deadline sim.Time  // mq-deadline FIFO expiry
 	cfqq     *cfqQueue // cfq: the queue the request belongs to
-	pool     int       // its request list (async 0, sync 1), -1: none
 }
 
 // Sectors returns the request's length in sectors.

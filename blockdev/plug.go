@@ -44,9 +44,6 @@ func (q *Queue) getPlug() *Plug {
 
 // Submit sends b through the queue with this plug: it is merged into a
 // plugged request if it can be, else its new request joins the batch.
-// Under cfq, a new request may have to wait for room in its request list:
-// the plug's owner then sleeps in Submit (its batch flushed first), as
-// get_request sleeps.
 func (p *Plug) Submit(b *Bio) {
 	b.Issuer = p.issuer
 	p.q.submit(b, p)

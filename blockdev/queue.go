@@ -65,11 +65,7 @@ type QueueOptions struct {
 	// MaxSectorsKB caps request size (default: the device's MaxHWSectorsKB).
 	MaxSectorsKB int
 	// NrRequests caps the requests in flight per hardware queue (default:
-	// the device's depth). Under cfq (the legacy block layer) it is
-	// instead the size of each request list, sync and async (default
-	// 128): requests allocated, queued or in flight; a submitter whose
-	// bio needs a request past it sleeps (see requestList). The device's
-	// depth still caps the requests in flight.
+	// the device's depth).
 	NrRequests int
 	// MaxSegments and MaxSegmentSize cap a request's scatter-gather list
 	// (defaults: the device's, else 128 and 64 KiB).
@@ -115,7 +111,6 @@ type Queue struct {
 
 	free     []*Request
 	freeBios []*Bio
-	rl       *requestList // the legacy request lists (cfq), else nil
 
 	stats    DiskStats
 	lastTick sim.Time
@@ -194,7 +189,7 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 	// Fix (tests): clamp absurd depths (the tag array is allocated
 	// up front), as blk-mq does.
 	q.depth = min(lim.QueueDepth, maxQueueDepth)
-	if opt.NrRequests > 0 && opt.NrRequests < q.depth && opt.Scheduler != SchedCFQ {
+	if opt.NrRequests > 0 && opt.NrRequests < q.depth {
 		q.depth = opt.NrRequests
 	}
 	nhw := firstPositive(opt.HWQueues, lim.HWQueues, 1)
@@ -214,7 +209,6 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 		q.sched = newDeadline(opt.Deadline)
 	case SchedCFQ:
 		q.sched = newCFQ(e, q, opt.CFQ)
-		q.rl = newRequestList(opt.NrRequests)
 	default:
 		return nil, fmt.Errorf("blockdev: %s: scheduler %q: want %s, %s or %s", name, opt.Scheduler, SchedNone, SchedMQDeadline, SchedCFQ)
 	}
@@ -300,8 +294,7 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 
 // Submit queues b without a plug. The bio must be aligned to the logical
 // block size; b.End is told when it completes (possibly with an error),
-// never inside Submit. Submit never blocks: under cfq its request is
-// allocated even past a full request list (Plug.Submit sleeps instead).
+// never inside Submit. Submit never blocks.
 func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
 
 // submit is submit_bio: check, trace, split, merge or make a request.
@@ -377,7 +370,7 @@ func (q *Queue) newRequest() *Request {
 		q.free = q.free[:n-1]
 		return r
 	}
-	return &Request{Tag: -1, pool: -1}
+	return &Request{Tag: -1}
 }
 
 // queueBio merges b into a plugged or queued request, or makes a request
@@ -396,16 +389,7 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 			return
 		}
 	}
-	pool := -1
-	if q.rl != nil {
-		var t *sim.Task
-		if plug != nil {
-			t = plug.owner
-		}
-		pool = q.getRequest(t, b)
-	}
 	r := q.newRequest()
-	r.pool = pool
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
 	r.Issuer, r.Sync, r.NoIdle, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, bioSegments(b), b.noMerge
@@ -599,10 +583,6 @@ func (q *Queue) CompleteRequest(r *Request) {
 }
 
 func (q *Queue) freeRequest(r *Request) {
-	if r.pool >= 0 && q.rl != nil {
-		q.rl.put(r.pool)
-		r.pool = -1
-	}
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
 	r.Tag = -1

@@ -87,13 +87,8 @@ type buffered struct {
 	cursegMu *sim.Mutex
 	// copies are the recent buffered-write copies into pages, for what
 	// unserialized readers see (tearing.go).
-	copies copyLog[*pagecache.Page]
-	wpMu   *sim.Mutex
-	// ioMu is f2fs's io_rwsem (sbi->write_io[DATA]), taken for writing
-	// while a page joins the merged bio shared and while that bio is
-	// submitted: a submitter sleeping for a request keeps the others
-	// out of the bio.
-	ioMu    *sim.RWSem
+	copies  copyLog[*pagecache.Page]
+	wpMu    *sim.Mutex
 	shared  *pageBio
 	bioPool []*pageBio
 }
@@ -121,7 +116,6 @@ func (fs *FS) EnableBuffered(opt BufferedOptions) error {
 	b.ra = pagecache.Readahead{MaxPages: opt.ReadaheadKB / 4, IOPages: int64(fs.q.Limits().MaxHWSectorsKB) / 4}
 	b.cursegMu = sim.NewMutex(fs.e, fs.opt.Name+":curseg_lock", false)
 	b.wpMu = sim.NewMutex(fs.e, fs.opt.Name+":writepages", false)
-	b.ioMu = sim.NewRWSem(fs.e, fs.opt.Name+":io_rwsem", sim.RWSemOptions{WriterSpin: true, HandoffTimeout: -1})
 	wb, err := writeback.New(fs.e, writeback.Options{
 		Name: fs.q.Device().Name(), Limits: opt.Limits, Policy: opt.Policy,
 		AvailablePages: opt.AvailablePages, Writepager: fs, Waiter: fs,
@@ -657,7 +651,10 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 					// pages (ours included), then wait for this page
 					// alone; waiting for the whole file here would wait
 					// on pages this call has queued but not submitted.
-					fs.submitShared(t, plug, f)
+					if b.shared != nil && b.shared.hasFile(f) {
+						plug.Submit(&b.shared.bio)
+						b.shared = nil
+					}
 					if own != nil && own.hasPage(p) {
 						plug.Submit(&own.bio)
 						own = nil
@@ -679,7 +676,7 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				b.wb.AccountWriteback(1)
 				b.unlockPage(p)
 				if b.opt.Alloc == AllocLog {
-					fs.logAppend(t, plug, f, p, blk, sync)
+					fs.logAppend(plug, f, p, blk, sync)
 				} else {
 					own = fs.appendPage(plug, own, f, p, blk, sync) // ext4's mpage bio, this call's own
 				}
@@ -714,9 +711,12 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 	if own != nil {
 		plug.Submit(&own.bio)
 	}
-	// f2fs_submit_merged_write_cond: the merged bio holding this inode's
-	// pages goes out when its writepages ends.
-	fs.submitShared(t, plug, f)
+	if b.shared != nil && b.shared.hasFile(f) {
+		// f2fs_submit_merged_write_cond: the merged bio holding this
+		// inode's pages goes out when its writepages ends.
+		plug.Submit(&b.shared.bio)
+		b.shared = nil
+	}
 	plug.Finish()
 	if locked {
 		b.wpMu.Unlock(t)
@@ -784,32 +784,14 @@ func (fs *FS) appendPage(plug *blockdev.Plug, pb *pageBio, f *File, p *pagecache
 
 // logAppend adds a page to the filesystem-wide merged write bio (f2fs's
 // sbi->write_io[DATA]): appended whenever its block follows the last one,
-// whichever inode it belongs to; a full bio goes out at once. It holds
-// io_rwsem throughout (f2fs_submit_page_write).
-func (fs *FS) logAppend(t *sim.Task, plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64, sync bool) {
+// whichever inode it belongs to; a full bio goes out at once.
+func (fs *FS) logAppend(plug *blockdev.Plug, f *File, p *pagecache.Page, blk int64, sync bool) {
 	b := fs.buf
-	b.ioMu.DownWrite(t)
 	b.shared = fs.appendPage(plug, b.shared, f, p, blk, sync)
 	if b.shared.bytes() >= b.opt.BioMax {
 		plug.Submit(&b.shared.bio)
 		b.shared = nil
 	}
-	b.ioMu.UpWrite(t)
-}
-
-// submitShared submits the merged write bio if it holds pages of f
-// (f2fs_submit_merged_write_cond), under io_rwsem.
-func (fs *FS) submitShared(t *sim.Task, plug *blockdev.Plug, f *File) {
-	b := fs.buf
-	if b.shared == nil || !b.shared.hasFile(f) {
-		return
-	}
-	b.ioMu.DownWrite(t)
-	if b.shared != nil && b.shared.hasFile(f) {
-		plug.Submit(&b.shared.bio)
-		b.shared = nil
-	}
-	b.ioMu.UpWrite(t)
 }
 
 // stampWrite appends the stamps of page p, about to be added at block blk,

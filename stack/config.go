@@ -68,7 +68,7 @@ var keyDefs = []keyDef{
 	{"device.profile", kString, "p3600", "device profile: an embedded name (testdata/devices/NAME.toml) or a .toml path", nil},
 	{"queue.max_sectors_kb", kInt, "0", "request size cap in KiB (0: the device's max_hw_sectors_kb)", nil},
 	{"queue.max_hw_sectors_kb", kInt, "0", "the device's request size limit in KiB (0: the profile's); overrides device.max_hw_sectors_kb", nil},
-	{"queue.nr_requests", kInt, "0", "requests in flight per hardware queue (0: the device's queue depth); with cfq, the size of each request list, sync and async (0: 128): requests allocated, queued or in flight, past which a submitter sleeps for a request (blktrace S)", nil},
+	{"queue.nr_requests", kInt, "0", "requests in flight per hardware queue (0: the device's queue depth)", nil},
 	{"queue.max_segments", kInt, "0", "scatter-gather segments per request (0: the device's, else 128)", nil},
 	{"queue.max_segment_size", kInt, "0", "largest segment in bytes (0: 65536); segments are single 4 KiB pages here (DIO and page-cache pages are not physically contiguous), so only a value below 4096 (rejected) could bind", nil},
 	{"queue.nomerges", kInt, "0", "0: all merges, 1: one-hit merges only, 2: no merges (sysfs nomerges)", nil},
