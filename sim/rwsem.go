@@ -322,8 +322,12 @@ func (r *RWSem) bindSpin(t *Task, d time.Duration, samePhase bool) {
 }
 
 // stopSpinning turns spinner s (off the spinner list) into a sleeping
-// waiter.
+// waiter. Giving up the spin is schedule() in the kernel, so the work s
+// batched (its block plug) is flushed as for any sleep.
 func (r *RWSem) stopSpinning(s *Task) {
+	if s.sleepHook != nil {
+		s.sleepHook.BeforeSleep(s)
+	}
 	s.spinning = false
 	d := time.Duration(r.e.now - s.spinStart)
 	r.modeStats(s.waitWrite).SpinTime += d

@@ -813,3 +813,37 @@ func TestLockClass(t *testing.T) {
 	assert.False(t, sim.NewRWSem(e, "ext4:i_rwsem:f", sim.RWSemOptions{WriterSpin: true}).Options().WriterSpin, "the class's options replace the given ones")
 	assert.True(t, sim.NewRWSem(e, "ext4:other:f", sim.RWSemOptions{WriterSpin: true}).Options().WriterSpin)
 }
+
+// hookCount counts BeforeSleep calls and when they came.
+type hookCount struct {
+	e  *sim.Engine
+	at []time.Duration
+}
+
+func (h *hookCount) BeforeSleep(*sim.Task) { h.at = append(h.at, time.Duration(h.e.Now())) }
+
+// A spinner that gives up when the owner sleeps goes to sleep itself
+// (schedule() in the kernel), so its sleep hook runs then, as for any
+// sleep: the work it batched (a block plug) is not held while it waits.
+// w2 spins from 2us; the owner sleeps at 5us, ending the spin: w2's hook
+// runs at 5us, and again at no other time (its later wait ends in the
+// lock without another sleep).
+func TestRWSemSpinnerGivingUpRunsSleepHook(t *testing.T) {
+	e := newEngine(t, rwHost)
+	sem := sim.NewRWSem(e, "sem", sim.RWSemOptions{WriterSpin: true})
+	hook := &hookCount{e: e}
+	spawn(e, "w1", 0, func(t *sim.Task) {
+		sem.DownWrite(t)
+		t.CPU(5 * us)
+		t.Sleep(20 * us)
+		sem.UpWrite(t)
+	})
+	spawn(e, "w2", 2*us, func(t *sim.Task) {
+		t.SetSleepHook(hook)
+		sem.DownWrite(t)
+		t.SetSleepHook(nil)
+		sem.UpWrite(t)
+	})
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, []time.Duration{5 * us}, hook.at)
+}

@@ -81,7 +81,9 @@ type Task struct {
 func (t *Task) SetDaemon() { t.daemon = true }
 
 // SleepHook is told when a task is about to sleep (block other than for a
-// CPU or an optimistic spin). A block plug uses it to flush its batch.
+// CPU or an optimistic spin), or when it stops spinning on a lock and
+// sleeps: then BeforeSleep runs from whatever task or handler ended the
+// spin, so it must not block. A block plug uses it to flush its batch.
 type SleepHook interface {
 	BeforeSleep(t *Task)
 }
