@@ -25,7 +25,7 @@ import (
 //	      [nr_requests=N] [hwqueues=N] [latency=DUR] [fifo_batch=N]
 //	      [writes_starved=N] [read_expire=DUR] [write_expire=DUR]
 //	      [front_merges=0|1] [quantum=N] [slice_idle=DUR]
-//	      [slice_sync=DUR] [low_latency=0|1] [rotational=0|1] [noidle=0|1]
+//	      [slice_sync=DUR] [rotational=0|1] [noidle=0|1]
 //	    a memory device with the given limits and per-request latency
 //	    (default 100us), and a queue on it.
 //	run
@@ -121,8 +121,6 @@ func (s *scriptQueue) setup(t *testing.T, d *datadriven.TestData) string {
 			s.noIdle = v == "1"
 		case "slice_sync":
 			s.opt.CFQ.SliceSync = dur()
-		case "low_latency":
-			s.opt.CFQ.NoLowLatency = v == "0"
 		case "rotational":
 			s.mem.Rotational = v == "1"
 		case "front_merges":
