@@ -19,6 +19,12 @@ type DirSummary struct {
 	// LatUs is the mean total latency (fio's lat) in microseconds; 0 when
 	// the direction has no IOs.
 	LatUs float64 `json:"lat_mean_us"`
+	// Requests counts the requests of the direction dispatched to the
+	// devices over the whole run (blktrace's D events, every device of
+	// the stack), and RequestSizes counts them by size in bytes. They are
+	// not part of the JSON form.
+	Requests     uint64           `json:"-"`
+	RequestSizes map[int64]uint64 `json:"-"`
 }
 
 // Summary is a run reduced to its read and write figures.
@@ -35,9 +41,21 @@ func (s Summary) TotalMiBs() float64 { return s.Read.MiBs + s.Write.MiBs }
 // IOs over its longest runtime in that direction (fio's "Run status group"
 // aggregate, with the runtime in simulated nanoseconds rather than whole
 // milliseconds); groups add up. The mean latency is the mean over every IO
-// of the direction.
+// of the direction. The request counts add up the devices' dispatched
+// requests.
 func Summarize(r *workload.Result) Summary {
 	var s Summary
+	for i, d := range [2]*DirSummary{&s.Read, &s.Write} {
+		for di := range r.Disks {
+			for size, n := range r.Disks[di].Stats.DispatchedSizes[i] {
+				if d.RequestSizes == nil {
+					d.RequestSizes = map[int64]uint64{}
+				}
+				d.RequestSizes[size] += n
+				d.Requests += n
+			}
+		}
+	}
 	var latSum [2]float64
 	var latN [2]uint64
 	for gi := range r.Groups {

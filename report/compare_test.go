@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/workload"
 )
 
@@ -47,6 +48,20 @@ func TestSummarize(t *testing.T) {
 
 	// Nothing ran: all zeros, no NaN.
 	assert.Equal(t, Summary{}, Summarize(&workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{{}}}}}))
+
+	// Request counts add up every device's dispatched requests by size.
+	disk := func(reads, writes map[int64]uint64) workload.DiskResult {
+		return workload.DiskResult{Stats: blockdev.DiskStats{DispatchedSizes: [2]map[int64]uint64{reads, writes}}}
+	}
+	r.Disks = []workload.DiskResult{
+		disk(map[int64]uint64{4096: 10, 1 << 19: 2}, map[int64]uint64{1 << 19: 5}),
+		disk(map[int64]uint64{4096: 1}, nil),
+	}
+	s = Summarize(r)
+	assert.Equal(t, uint64(13), s.Read.Requests)
+	assert.Equal(t, map[int64]uint64{4096: 11, 1 << 19: 2}, s.Read.RequestSizes)
+	assert.Equal(t, uint64(5), s.Write.Requests)
+	assert.Equal(t, map[int64]uint64{1 << 19: 5}, s.Write.RequestSizes)
 }
 
 // sampleComparison is a two-row, three-variant comparison, the last
@@ -61,14 +76,14 @@ func sampleComparison() *Comparison {
 		Job: "ext4-dio.fio", Seed: 1, SweepKey: "env.BS", Variants: variants,
 		Rows: []CompareRow{
 			NewCompareRow("4k", variants, []Summary{
-				{Read: DirSummary{30.2, 7731, 555}, Write: DirSummary{30.1, 7706, 480}},
-				{Read: DirSummary{115.2, 29491, 248}, Write: DirSummary{115.1, 29466, 21.9}},
-				{Read: DirSummary{120.6, 30874, 246}, Write: DirSummary{120.5, 30848, 12.1}},
+				{Read: DirSummary{MiBs: 30.2, IOPS: 7731, LatUs: 555}, Write: DirSummary{MiBs: 30.1, IOPS: 7706, LatUs: 480}},
+				{Read: DirSummary{MiBs: 115.2, IOPS: 29491, LatUs: 248}, Write: DirSummary{MiBs: 115.1, IOPS: 29466, LatUs: 21.9}},
+				{Read: DirSummary{MiBs: 120.6, IOPS: 30874, LatUs: 246}, Write: DirSummary{MiBs: 120.5, IOPS: 30848, LatUs: 12.1}},
 			}),
 			NewCompareRow("1M", variants, []Summary{
-				{Read: DirSummary{476.3, 476, 8059}, Write: DirSummary{476.0, 476, 8631}},
-				{Read: DirSummary{580.0, 580, 7624}, Write: DirSummary{579.0, 579, 6163}},
-				{Read: DirSummary{600.6, 601, 7400}, Write: DirSummary{600.0, 600, 5937}},
+				{Read: DirSummary{MiBs: 476.3, IOPS: 476, LatUs: 8059}, Write: DirSummary{MiBs: 476.0, IOPS: 476, LatUs: 8631}},
+				{Read: DirSummary{MiBs: 580.0, IOPS: 580, LatUs: 7624}, Write: DirSummary{MiBs: 579.0, IOPS: 579, LatUs: 6163}},
+				{Read: DirSummary{MiBs: 600.6, IOPS: 601, LatUs: 7400}, Write: DirSummary{MiBs: 600.0, IOPS: 600, LatUs: 5937}},
 			}),
 		},
 	}
@@ -117,7 +132,7 @@ func TestWriteCompareShape(t *testing.T) {
 func TestWriteCompareNoSweep(t *testing.T) {
 	v := []CompareVariant{{Name: "base", Settings: []string{}}, {Name: "x", Settings: []string{"host.cpus=2"}}}
 	c := &Comparison{Job: "j.fio", Seed: 3, Variants: v, Rows: []CompareRow{
-		NewCompareRow("", v, []Summary{{}, {Read: DirSummary{1, 2, 3}}}),
+		NewCompareRow("", v, []Summary{{}, {Read: DirSummary{MiBs: 1, IOPS: 2, LatUs: 3}}}),
 	}}
 	var b bytes.Buffer
 	require.NoError(t, WriteCompare(&b, c))

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/blksim/blksim/internal/units"
 )
 
 // Metric is a figure of a run that an experiment's published.toml can
@@ -24,14 +26,49 @@ var metrics = []Metric{
 	{"read_mibs", "read MiB/s", func(s Summary) float64 { return s.Read.MiBs }},
 	{"read_iops", "read IOPS", func(s Summary) float64 { return s.Read.IOPS }},
 	{"read_lat_us", "read lat us", func(s Summary) float64 { return s.Read.LatUs }},
+	{"read_requests", "read requests", func(s Summary) float64 { return float64(s.Read.Requests) }},
 	{"write_mibs", "write MiB/s", func(s Summary) float64 { return s.Write.MiBs }},
 	{"write_iops", "write IOPS", func(s Summary) float64 { return s.Write.IOPS }},
 	{"write_lat_us", "write lat us", func(s Summary) float64 { return s.Write.LatUs }},
+	{"write_requests", "write requests", func(s Summary) float64 { return float64(s.Write.Requests) }},
 }
 
-// Metrics returns every metric published.toml may state, in the order
-// reports list them. The caller may modify the returned slice.
+// Metrics returns the fixed metrics published.toml may state, in the
+// order reports list them; MetricByKey also knows the request-size
+// metrics. The caller may modify the returned slice.
 func Metrics() []Metric { return append([]Metric(nil), metrics...) }
+
+// RequestSizeKeys describes the request-size metric keys, for messages.
+const RequestSizeKeys = "read_requests_SIZE, write_requests_SIZE (requests of exactly SIZE, as 4k or 512k)"
+
+// MetricByKey returns the metric named key: a fixed one (Metrics), or
+// DIR_requests_SIZE with DIR read or write and SIZE a size as fio writes
+// it (4k, 512k, 1m; a positive multiple of 512 bytes): the requests of
+// that direction dispatched with exactly SIZE bytes. A request-size
+// metric's Key is its canonical spelling (4096 becomes 4k), so two keys
+// naming the same metric have the same Key. It returns an error naming
+// the problem for anything else.
+func MetricByKey(key string) (Metric, error) {
+	for _, m := range metrics {
+		if m.Key == key {
+			return m, nil
+		}
+	}
+	dir, size, ok := strings.Cut(key, "_requests_")
+	if !ok || (dir != "read" && dir != "write") {
+		return Metric{}, fmt.Errorf("unknown metric %q", key)
+	}
+	n, err := units.ParseSize(size)
+	if err != nil || n <= 0 || n%512 != 0 {
+		return Metric{}, fmt.Errorf("metric %q: size %q: want a positive multiple of 512 bytes, as 4k or 512k", key, size)
+	}
+	label := sizeLabel(n)
+	value := func(s Summary) float64 { return float64(s.Read.RequestSizes[n]) }
+	if dir == "write" {
+		value = func(s Summary) float64 { return float64(s.Write.RequestSizes[n]) }
+	}
+	return Metric{Key: dir + "_requests_" + label, Label: dir + " requests " + label, Value: value}, nil
+}
 
 // ReproMetric is one metric of one row: the published and simulated
 // values and how far apart they are.

@@ -67,14 +67,62 @@ func TestNewReproMetric(t *testing.T) {
 }
 
 func TestMetricsValues(t *testing.T) {
-	s := Summary{Read: DirSummary{1, 2, 3}, Write: DirSummary{4, 5, 6}}
+	s := Summary{Read: DirSummary{MiBs: 1, IOPS: 2, LatUs: 3, Requests: 7}, Write: DirSummary{MiBs: 4, IOPS: 5, LatUs: 6, Requests: 8}}
 	got := map[string]float64{}
 	for _, m := range Metrics() {
 		got[m.Key] = m.Value(s)
 		assert.NotEmpty(t, m.Label)
 	}
-	assert.Equal(t, map[string]float64{"read_mibs": 1, "read_iops": 2, "read_lat_us": 3,
-		"write_mibs": 4, "write_iops": 5, "write_lat_us": 6}, got)
+	assert.Equal(t, map[string]float64{"read_mibs": 1, "read_iops": 2, "read_lat_us": 3, "read_requests": 7,
+		"write_mibs": 4, "write_iops": 5, "write_lat_us": 6, "write_requests": 8}, got)
+}
+
+// MetricByKey knows the fixed metrics and the request-size ones, whose
+// keys it spells canonically; anything else is an error naming the key.
+func TestMetricByKey(t *testing.T) {
+	s := Summary{
+		Read:  DirSummary{RequestSizes: map[int64]uint64{4096: 80000, 512 << 10: 12}},
+		Write: DirSummary{RequestSizes: map[int64]uint64{4096: 3, 512 << 10: 2208, 1 << 20: 1}},
+	}
+	for _, tc := range []struct {
+		key, canon, label string
+		value             float64
+		err               string
+	}{
+		{key: "read_mibs", canon: "read_mibs", label: "read MiB/s"},
+		{key: "write_requests", canon: "write_requests", label: "write requests"},
+		{key: "read_requests_4k", canon: "read_requests_4k", label: "read requests 4k", value: 80000},
+		{key: "read_requests_4096", canon: "read_requests_4k", label: "read requests 4k", value: 80000},
+		{key: "read_requests_4KiB", canon: "read_requests_4k", label: "read requests 4k", value: 80000},
+		{key: "write_requests_512k", canon: "write_requests_512k", label: "write requests 512k", value: 2208},
+		{key: "write_requests_1m", canon: "write_requests_1m", label: "write requests 1m", value: 1},
+		{key: "write_requests_1024k", canon: "write_requests_1m", label: "write requests 1m", value: 1},
+		{key: "read_requests_8k", canon: "read_requests_8k", label: "read requests 8k", value: 0},
+		{key: "read_requests_1536", canon: "read_requests_1536", label: "read requests 1536", value: 0},
+		{key: "read_mibs_4k", err: `unknown metric "read_mibs_4k"`},
+		{key: "trim_requests_4k", err: `unknown metric "trim_requests_4k"`},
+		{key: "read_requests_", err: `metric "read_requests_": size ""`},
+		{key: "read_requests_4x", err: `size "4x": want a positive multiple of 512 bytes`},
+		{key: "read_requests_0", err: `size "0": want a positive multiple of 512 bytes`},
+		{key: "read_requests_1000", err: `size "1000": want a positive multiple of 512 bytes`},
+		{key: "read_requests_-4k", err: `size "-4k"`},
+		{key: "read_requests_99999999999t", err: `size "99999999999t"`},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			m, err := MetricByKey(tc.key)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.canon, m.Key)
+			assert.Equal(t, tc.label, m.Label)
+			if strings.Contains(tc.key, "_requests_") {
+				assert.Equal(t, tc.value, m.Value(s))
+			}
+		})
+	}
 }
 
 func TestTally(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/blksim/blksim/stack"
 	"github.com/blksim/blksim/workload"
@@ -145,12 +146,22 @@ func simulate(cfg *stack.Config, specs []workload.JobSpec, seed uint64) (*worklo
 		}
 		return nil, err
 	}
-	res.Locks = st.Engine.LockStats()
+	addStackFigures(st, res)
 	res.Seed = seed
 	if err := failedJob(res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// addStackFigures fills the figures of res that the stack, not the
+// workload, holds after a run: lock statistics, CPU time and the device
+// queue's counters.
+func addStackFigures(st *stack.Stack, res *workload.Result) {
+	res.Locks = st.Engine.LockStats()
+	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
+	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
+		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
 }
 
 // failedJob returns an error naming the first job of res that ended with

@@ -308,10 +308,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 			return fmt.Errorf("run: --blktrace: %w", err)
 		}
 	}
-	res.Locks = st.Engine.LockStats()
-	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
-	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
-		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
+	addStackFigures(st, res)
 	res.Seed = *seed
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/blksim/blksim"
+	"github.com/blksim/blksim/internal/units"
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
 	"github.com/blksim/blksim/workload"
@@ -67,6 +69,8 @@ type publishedRow struct {
 	WriteMiBs  *float64          `toml:"write_mibs"`
 	WriteIOPS  *float64          `toml:"write_iops"`
 	WriteLatUs *float64          `toml:"write_lat_us"`
+	ReadReqs   *float64          `toml:"read_requests"`
+	WriteReqs  *float64          `toml:"write_requests"`
 }
 
 // metric returns the row's published value of the metric key, nil if the
@@ -85,6 +89,10 @@ func (r *publishedRow) metric(key string) *float64 {
 		return r.WriteIOPS
 	case "write_lat_us":
 		return r.WriteLatUs
+	case "read_requests":
+		return r.ReadReqs
+	case "write_requests":
+		return r.WriteReqs
 	}
 	panic("blksim: published.toml has no field for metric " + key)
 }
@@ -236,14 +244,14 @@ func sumOf(runs []reproRun, sums []report.Summary, rep *report.Reproduction, exp
 	panic("blksim: reproduce: no run for " + exp + "/" + row)
 }
 
-// metricByKey returns the report metric named key.
+// metricByKey returns the report metric named key, which loading
+// checked.
 func metricByKey(key string) report.Metric {
-	for _, m := range report.Metrics() {
-		if m.Key == key {
-			return m
-		}
+	m, err := report.MetricByKey(key)
+	if err != nil {
+		panic("blksim: " + err.Error())
 	}
-	panic("blksim: unknown metric " + key)
+	return m
 }
 
 // experimentDirs lists the experiments: the embedded ones when dir is "";
@@ -358,8 +366,21 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 	if err != nil {
 		return fail("%v", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return fail("unknown key %q", und[0].String())
+	// The request-size metrics (read_requests_4k) have open-ended names:
+	// the struct leaves them undecoded, and sizeMetrics reads them from
+	// this untyped view.
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return fail("%v", err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) == 3 && k[0] == "rows" && strings.Contains(k[2], "_requests_") {
+			if _, err := report.MetricByKey(k[2]); err != nil {
+				return fail("rows.%s: %v", k[1], err)
+			}
+			continue
+		}
+		return fail("unknown key %q", k.String())
 	}
 	if strings.TrimSpace(pub.Source) == "" {
 		return fail("no source (where the published numbers come from)")
@@ -430,6 +451,11 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 			}
 			rep.Metrics = append(rep.Metrics, report.ReproMetric{Key: m.Key, Label: m.Label, Published: *v})
 		}
+		sized, err := sizeMetrics(raw, name)
+		if err != nil {
+			return rowFail("%v", err)
+		}
+		rep.Metrics = orderMetrics(append(rep.Metrics, sized...))
 		if len(rep.Metrics) == 0 && !inRatio(pub.Ratios, name) {
 			return rowFail("no published metric (want some of %s, or a ratio naming the row)", metricKeys())
 		}
@@ -532,11 +558,7 @@ func loadRatios(pub publishedFile, md toml.MetaData, rows []string) ([]report.Re
 		if q.Of == q.Over {
 			return nil, fmt.Errorf("ratios.%s: of and over name the same row %q", name, q.Of)
 		}
-		known := false
-		for _, m := range report.Metrics() {
-			known = known || m.Key == q.Metric
-		}
-		if !known {
+		if _, err := report.MetricByKey(q.Metric); err != nil {
 			return nil, fmt.Errorf("ratios.%s: metric %q: want one of %s", name, q.Metric, metricKeys())
 		}
 		if q.Published == nil || !(*q.Published > 0) || math.IsInf(*q.Published, 0) {
@@ -564,5 +586,76 @@ func metricKeys() string {
 	for _, m := range report.Metrics() {
 		keys = append(keys, m.Key)
 	}
-	return strings.Join(keys, ", ")
+	return strings.Join(keys, ", ") + ", " + report.RequestSizeKeys
+}
+
+// sizeMetrics returns the request-size metrics (read_requests_4k = N)
+// that row name of the untyped published.toml states, in no particular
+// order. Each value must be a number above 0, and no two keys may name
+// the same metric (read_requests_4k and read_requests_4096).
+func sizeMetrics(raw map[string]any, name string) ([]report.ReproMetric, error) {
+	rows, _ := raw["rows"].(map[string]any)
+	row, _ := rows[name].(map[string]any)
+	keys := make([]string, 0, len(row))
+	for k := range row {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []report.ReproMetric
+	seen := map[string]string{}
+	for _, k := range keys {
+		if !strings.Contains(k, "_requests_") {
+			continue
+		}
+		m, err := report.MetricByKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[m.Key]; dup {
+			return nil, fmt.Errorf("%s and %s name the same metric", prev, k)
+		}
+		seen[m.Key] = k
+		var v float64
+		switch x := row[k].(type) {
+		case int64:
+			v = float64(x)
+		case float64:
+			v = x
+		default:
+			return nil, fmt.Errorf("%s = %v: want a number above 0", k, row[k])
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s = %v: want a number above 0", k, v)
+		}
+		out = append(out, report.ReproMetric{Key: m.Key, Label: m.Label, Published: v})
+	}
+	return out, nil
+}
+
+// orderMetrics sorts a row's metrics for display: the fixed metrics in
+// report.Metrics order, each direction's request-size metrics right after
+// its request count, smallest size first.
+func orderMetrics(ms []report.ReproMetric) []report.ReproMetric {
+	fixed := report.Metrics()
+	rank := func(m report.ReproMetric) (int, int64) {
+		for i, f := range fixed {
+			if f.Key == m.Key {
+				return 2 * i, 0
+			}
+		}
+		dir, size, _ := strings.Cut(m.Key, "_requests_")
+		n, _ := units.ParseSize(size)
+		for i, f := range fixed {
+			if f.Key == dir+"_requests" {
+				return 2*i + 1, n
+			}
+		}
+		return 2 * len(fixed), n
+	}
+	slices.SortStableFunc(ms, func(a, b report.ReproMetric) int {
+		ra, na := rank(a)
+		rb, nb := rank(b)
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(na, nb))
+	})
+	return ms
 }

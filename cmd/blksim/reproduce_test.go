@@ -14,13 +14,14 @@ import (
 	"github.com/blksim/blksim/report"
 )
 
-// TestReproduceShipped is the showcase: every shipped experiment row is
-// within its published tolerance.
+// TestReproduceShipped is the showcase: every row of the shipped
+// experiments but f2fs-writepages (TestReproduceF2FSGaps) is within its
+// published tolerance.
 func TestReproduceShipped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 60 s of IO; skipped with -short")
 	}
-	r := runCLI(t, nil, "reproduce")
+	r := runCLI(t, nil, "reproduce", "dax-reader-spin", "ext4-dio", "xfs-buffered-read")
 	require.Equal(t, exitOK, r.status, "stdout:\n%s\nstderr: %s", r.stdout, r.stderr)
 	assert.Empty(t, r.stderr)
 	out := r.stdout
@@ -41,6 +42,47 @@ func TestReproduceShipped(t *testing.T) {
 	assert.True(t, strings.HasSuffix(out, "\nreproduce: OK, all 10 rows and 3 ratios of 3 experiments within tolerance\n"), out)
 	// Rows appear in published.toml's order.
 	assert.Less(t, strings.Index(out, "4k-without-nolock"), strings.Index(out, "1M-with"))
+}
+
+// The f2fs experiment runs with the others but does not reproduce yet:
+// these are its metrics outside tolerance (PUBLISHED.md says why). The
+// test pins the set, so that a change that closes a gap, or opens a new
+// one, shows here.
+func TestReproduceF2FSGaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 2 GiB of buffered IO; skipped with -short")
+	}
+	r := runCLI(t, deterministic, "reproduce", "f2fs-writepages", "--output-format", "json")
+	require.Equal(t, exitFailed, r.status, "stderr: %s", r.stderr)
+	var out reproduceJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Experiments, 1)
+	var off []string
+	for _, row := range out.Experiments[0].Rows {
+		for _, m := range row.Metrics {
+			if !m.OK {
+				off = append(off, row.Name+"/"+m.Name)
+			}
+		}
+	}
+	assert.Equal(t, []string{"without-mutex/read_mibs", "without-mutex/read_requests_4k", "with-mutex/write_requests"}, off)
+	// The request shapes the issue asks for hold: without the mutex at
+	// least 85% of reads are 4 KiB, with it at least 75% are 512 KiB.
+	rows := out.Experiments[0].Rows
+	require.Len(t, rows, 2)
+	value := func(row int, name string) float64 {
+		for _, m := range rows[row].Metrics {
+			if m.Name == name {
+				return m.Simulated
+			}
+		}
+		t.Fatalf("no metric %s in row %s", name, rows[row].Name)
+		return 0
+	}
+	assert.GreaterOrEqual(t, value(0, "read_requests_4k")/value(0, "read_requests"), 0.85)
+	assert.GreaterOrEqual(t, value(1, "read_requests_512k")/value(1, "read_requests"), 0.75)
+	assert.Greater(t, value(0, "write_requests_512k")/value(0, "write_requests"), 0.5)
+	assert.Greater(t, value(1, "write_requests_512k")/value(1, "write_requests"), 0.5)
 }
 
 // experiment writes an experiment directory named name under a new
@@ -232,6 +274,13 @@ func TestReproduceBadInputExitsTwo(t *testing.T) {
 		{name: "ratio bad metric", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"iops\"\npublished = 2\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", `metric "iops"`}},
 		{name: "ratio without value", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_mibs\"\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", "published"}},
 		{name: "ratio bad tolerance", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_mibs\"\npublished = 2\ntolerance = -1\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", "tolerance"}},
+		{name: "bad request size", files: files(head + row + "read_requests_4x = 3\n"), want: []string{"published.toml", "rows.r", `"read_requests_4x"`, `size "4x"`}},
+		{name: "unaligned request size", files: files(head + row + "write_requests_1000 = 3\n"), want: []string{"rows.r", `"write_requests_1000"`, "multiple of 512"}},
+		{name: "request size twice", files: files(head + row + "read_requests_4k = 3\nread_requests_4096 = 3\n"), want: []string{"rows.r", "read_requests_4096 and read_requests_4k name the same metric"}},
+		{name: "request count not a number", files: files(head + row + "read_requests_4k = \"many\"\n"), want: []string{"rows.r", "read_requests_4k = many", "number above 0"}},
+		{name: "zero request count", files: files(head + row + "write_requests_512k = 0\n"), want: []string{"rows.r", "write_requests_512k = 0"}},
+		{name: "request size in the wrong table", files: files(head + "read_requests_4k = 3\n" + row), want: []string{"published.toml", `unknown key "read_requests_4k"`}},
+		{name: "ratio bad request size", files: files(head + row + "[ratios.g]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_requests_3\"\npublished = 2\n[rows.r2]\nstack = \"stack.toml\"\nbs = \"8k\"\n"), want: []string{"ratios.g", `metric "read_requests_3"`}},
 		{name: "malformed toml", files: files(head + "[rows.r\n"), want: []string{"published.toml"}},
 		{name: "unknown experiment", files: files(head + row), args: []string{"nope"}, want: []string{`"nope"`, "have: exp"}},
 		{name: "bad output format", files: files(head + row), args: []string{"--output-format", "xml"}, want: []string{`"xml"`}},
@@ -284,4 +333,56 @@ func TestShippedExperimentsLoad(t *testing.T) {
 	}
 	assert.Contains(t, names, "ext4-dio")
 	assert.Contains(t, names, "dax-reader-spin")
+}
+
+// Request-count metrics come from the device's dispatched requests, in
+// display order after each direction's count, smallest size first.
+func TestReproduceRequestMetrics(t *testing.T) {
+	published := `source = "requests"
+tolerance = 1e9
+
+[rows.r]
+stack = "stack.toml"
+write_requests_4k = 1
+read_requests_8k = 5
+read_requests = 1
+read_requests_4096 = 1
+`
+	root := experiment(t, "exp", map[string]string{"small.fio": smallJob, "stack.toml": smallStack, "published.toml": published})
+	r := runCLI(t, deterministic, "reproduce", "--dir", root, "--output-format", "json")
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	var out reproduceJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	ms := out.Experiments[0].Rows[0].Metrics
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	assert.Equal(t, []string{"read_requests", "read_requests_4k", "read_requests_8k", "write_requests_4k"}, names)
+	require.Len(t, ms, 4)
+	assert.Zero(t, ms[2].Simulated, "a direct 4k job dispatches no 8k reads")
+	assert.Equal(t, -1.0, ms[2].Error)
+
+	// The counts are the run's: the disk's read IOs, all of 4 KiB.
+	run := runCLI(t, deterministic, "run", "--stack", filepath.Join(root, "exp", "stack.toml"), "--output-format", "json", filepath.Join(root, "exp", "small.fio"))
+	require.Equal(t, exitOK, run.status, "stderr: %s", run.stderr)
+	var res struct {
+		DiskUtil []struct {
+			ReadIOs  float64 `json:"read_ios"`
+			WriteIOs float64 `json:"write_ios"`
+		} `json:"disk_util"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run.stdout), &res))
+	require.Len(t, res.DiskUtil, 1)
+	assert.Positive(t, res.DiskUtil[0].ReadIOs)
+	assert.Equal(t, res.DiskUtil[0].ReadIOs, ms[0].Simulated)
+	assert.Equal(t, res.DiskUtil[0].ReadIOs, ms[1].Simulated)
+	assert.Positive(t, ms[3].Simulated)
+	assert.LessOrEqual(t, ms[3].Simulated, res.DiskUtil[0].WriteIOs)
+
+	// The text report labels them.
+	r = runCLI(t, deterministic, "reproduce", "--dir", root)
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, "  read requests 4k ")
+	assert.Contains(t, r.stdout, "  write requests 4k ")
 }
