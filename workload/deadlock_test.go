@@ -57,10 +57,19 @@ func TestRunReportsStallAsDeadlock(t *testing.T) {
 	assert.Zero(t, st.Engine.StallLimit(), "Run restores the engine's limit")
 }
 
-// daemonTimer re-arms itself every 5 s as daemon work, forever.
-type daemonTimer struct{ e *sim.Engine }
+// daemonTimer re-arms itself every 5 s as daemon work, left more times
+// (standing in for forever: without stall detection the engine drains at
+// about 2.8 hours instead of hanging).
+type daemonTimer struct {
+	e    *sim.Engine
+	left int
+}
 
-func (d daemonTimer) Fire(uint64) { d.e.AfterDaemon(5*time.Second, d, 0) }
+func (d *daemonTimer) Fire(uint64) {
+	if d.left--; d.left > 0 {
+		d.e.AfterDaemon(5*time.Second, d, 0)
+	}
+}
 
 // runEngine turns a stall into the runner's deadlock error, keeps a
 // limit the caller set, and still reports tasks left when the engine
@@ -100,7 +109,7 @@ func TestRunEngineDeadlocks(t *testing.T) {
 				e.Go(name, func(tk *sim.Task) { tk.Sleep(time.Second); never.Wait(tk) })
 			}
 			if tt.ticks {
-				e.AfterDaemon(0, daemonTimer{e}, 0)
+				e.AfterDaemon(0, &daemonTimer{e: e, left: 2000}, 0)
 			}
 			err := runEngine(e)
 			require.EqualError(t, err, tt.want)
