@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -159,6 +161,7 @@ type Engine struct {
 	cpus cpuPool
 
 	tasks   []*Task
+	live    int // unfinished tasks that are not daemons (Tasks)
 	nextID  int
 	current *Task
 	err     error
@@ -168,6 +171,13 @@ type Engine struct {
 	lockClasses map[string]RWSemOptions
 	// spinTotal is the simulated time tasks spent spinning on locks.
 	spinTotal time.Duration
+
+	// nonDaemon counts the scheduled events that are not daemon work;
+	// lastWork is the time the last of them fired. stallLimit is
+	// SetStallLimit's (0: off).
+	nonDaemon  int
+	lastWork   Time
+	stallLimit time.Duration
 }
 
 // New returns an engine at time zero.
@@ -216,16 +226,126 @@ func (e *Engine) Events() uint64 { return e.events }
 // At schedules h.Fire(arg) at time t (not before Now). Events at the same
 // time fire in the order they were scheduled.
 func (e *Engine) At(t Time, h Handler, arg uint64) {
-	if t < e.now {
-		t = e.now
-	}
-	e.seq++
-	e.heap.push(event{at: t, seq: e.seq, h: h, arg: arg})
+	e.schedule(t, h, arg, false)
 }
 
 // After schedules h.Fire(arg) d after Now.
 func (e *Engine) After(d time.Duration, h Handler, arg uint64) {
-	e.At(e.now+Time(d), h, arg)
+	e.schedule(e.now+Time(d), h, arg, false)
+}
+
+// AfterDaemon is After for daemon work: a service thread's timer that
+// re-arms itself whether or not anything progresses (a flusher's periodic
+// wake-up). The event fires exactly as After's would, in the same order,
+// but it does not count as progress: once only daemon events (these and
+// the resumes of daemon tasks, see Task.SetDaemon) are left while
+// non-daemon tasks are unfinished, the run is stalled, and with a stall
+// limit set Run stops (see SetStallLimit). A non-daemon task may wait for
+// daemon work, but for less than the stall limit.
+func (e *Engine) AfterDaemon(d time.Duration, h Handler, arg uint64) {
+	e.schedule(e.now+Time(d), h, arg, true)
+}
+
+// schedule pushes an event at t (not before Now), counting the events
+// that are not daemon work.
+func (e *Engine) schedule(t Time, h Handler, arg uint64, daemon bool) {
+	if t < e.now {
+		t = e.now
+	}
+	e.seq++
+	if !daemon {
+		e.nonDaemon++
+	}
+	e.heap.push(event{at: t, seq: e.seq, h: h, arg: arg, daemon: daemon})
+}
+
+// dispatch pops the next event, moves the clock to it and fires it.
+func (e *Engine) dispatch() {
+	ev := e.heap.pop()
+	e.now = ev.at
+	e.events++
+	if !ev.daemon {
+		e.nonDaemon--
+		e.lastWork = ev.at
+	}
+	ev.h.Fire(ev.arg)
+}
+
+// SetStallLimit makes Run stop with a *StallError when the run has been
+// stalled for d of simulated time: non-daemon tasks are unfinished but
+// only daemon work is scheduled (AfterDaemon timers and daemon tasks'
+// resumes; on an Inbox clock, no delivery is outstanding either). The
+// stall starts when the last non-daemon event fires, and Run stops
+// instead of firing a daemon event at or after start+d (the clock stays
+// at the last event fired). Any non-daemon event ends a stall; with no
+// non-daemon task unfinished there is none, so daemon work runs on.
+// Detection only observes: it adds no events and changes no order. d <= 0
+// (the default) turns detection off; a stalled run with daemon timers
+// then runs forever.
+func (e *Engine) SetStallLimit(d time.Duration) { e.stallLimit = max(d, 0) }
+
+// StallLimit returns the limit SetStallLimit set (0: detection is off).
+func (e *Engine) StallLimit() time.Duration { return e.stallLimit }
+
+// StallError is Run's error for a stalled run (see SetStallLimit): the
+// unfinished non-daemon tasks wait for something only they could cause,
+// a model deadlock.
+type StallError struct {
+	// Time is Now when Run stopped; Since is when the stall started (the
+	// last non-daemon event fired).
+	Time, Since Time
+	// Tasks are the names of the unfinished non-daemon tasks, sorted.
+	Tasks []string
+}
+
+// maxStallNames bounds the task names StallError.Error lists.
+const maxStallNames = 8
+
+// Error counts the blocked tasks and names them (TaskNames), e.g. "sim:
+// 2 tasks blocked since 12.5s with only daemon work left (a model
+// deadlock): fio:a:0, fio:b:1".
+func (e *StallError) Error() string {
+	noun := "tasks"
+	if len(e.Tasks) == 1 {
+		noun = "task"
+	}
+	return fmt.Sprintf("sim: %d %s blocked since %v with only daemon work left (a model deadlock): %s",
+		len(e.Tasks), noun, e.Since, e.TaskNames())
+}
+
+// TaskNames returns the first 8 of Tasks joined by ", ", followed by
+// ", and N more" if there are more.
+func (e *StallError) TaskNames() string {
+	names := strings.Join(e.Tasks[:min(len(e.Tasks), maxStallNames)], ", ")
+	if more := len(e.Tasks) - maxStallNames; more > 0 {
+		names += fmt.Sprintf(", and %d more", more)
+	}
+	return names
+}
+
+// checkStall returns a *StallError if next, about to fire, is at or past
+// the stall limit of a stalled run; outside says deliveries are still
+// expected from outside the engine (which is then not stalled).
+func (e *Engine) checkStall(next *event, outside bool) error {
+	if e.stallLimit <= 0 || e.nonDaemon > 0 || outside || e.live == 0 {
+		return nil
+	}
+	if next.at < e.lastWork+Time(e.stallLimit) {
+		return nil
+	}
+	return &StallError{Time: e.now, Since: e.lastWork, Tasks: e.liveNames()}
+}
+
+// liveNames returns the names of the unfinished non-daemon tasks, sorted.
+func (e *Engine) liveNames() []string {
+	var names []string
+	for _, t := range e.tasks {
+		if t.state != taskDone && !t.daemon {
+			names = append(names, t.name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // funcHandler adapts a func to Handler; it allocates, so it is for set-up
@@ -241,9 +361,11 @@ func (e *Engine) AfterFunc(d time.Duration, fn func()) {
 }
 
 // Run dispatches events in time order until none is left, the next event
-// is later than until (until < 0 means no limit), or a task or handler
-// panics. It returns the first panic as a *TaskPanicError or
-// *HandlerPanicError, and ErrClosed after Close.
+// is later than until (until < 0 means no limit), a task or handler
+// panics, or the run has stalled past the stall limit (SetStallLimit). It
+// returns the first panic as a *TaskPanicError or *HandlerPanicError, a
+// stall as a *StallError (calling Run again returns it again), and
+// ErrClosed after Close.
 func (e *Engine) Run(until Time) (err error) {
 	if e.closed {
 		return ErrClosed
@@ -267,11 +389,11 @@ func (e *Engine) Run(until Time) (err error) {
 			}
 			return nil
 		}
+		if err := e.checkStall(next, false); err != nil {
+			return err
+		}
 		e.clock.Advance(next.at)
-		ev := e.heap.pop()
-		e.now = ev.at
-		e.events++
-		ev.h.Fire(ev.arg)
+		e.dispatch()
 	}
 	if until >= 0 && e.err == nil && e.now < until {
 		e.now = until
@@ -299,13 +421,13 @@ func (e *Engine) runInbox(in Inbox, until Time) error {
 			}
 			return nil
 		}
+		if err := e.checkStall(next, in.Outstanding() > 0); err != nil {
+			return err
+		}
 		if !in.Wait(next.at) {
 			continue // a delivery arrived first
 		}
-		ev := e.heap.pop()
-		e.now = ev.at
-		e.events++
-		ev.h.Fire(ev.arg)
+		e.dispatch()
 	}
 	if until >= 0 && e.err == nil && e.now < until {
 		e.now = until
@@ -332,19 +454,12 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.tasks = nil
+	e.live = 0
 	return e.err
 }
 
 // Tasks returns the number of tasks that have not finished, daemons (see
 // Task.SetDaemon) excluded.
-func (e *Engine) Tasks() int {
-	n := 0
-	for _, t := range e.tasks {
-		if t.state != taskDone && !t.daemon {
-			n++
-		}
-	}
-	return n
-}
+func (e *Engine) Tasks() int { return e.live }
 
 func (e *Engine) registerLock(l lockStatser) { e.locks = append(e.locks, l) }

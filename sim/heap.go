@@ -9,11 +9,14 @@ type Handler interface {
 }
 
 // event is one scheduled firing; events are values, never pointers.
+// daemon marks daemon work (Engine.AfterDaemon, a daemon task's resume),
+// which does not keep a stalled run going (Engine.SetStallLimit).
 type event struct {
-	at  Time
-	seq uint64
-	h   Handler
-	arg uint64
+	at     Time
+	seq    uint64
+	h      Handler
+	arg    uint64
+	daemon bool
 }
 
 func (a *event) before(b *event) bool {

@@ -76,9 +76,15 @@ type Task struct {
 
 // SetDaemon marks the task as a service thread (a flusher, a kworker)
 // that may sleep forever: Engine.Tasks does not count it, so a run whose
-// workload tasks have all finished is complete. Close stops it as any
-// other task.
-func (t *Task) SetDaemon() { t.daemon = true }
+// workload tasks have all finished is complete, and its resumes from now
+// on (wake-ups, CPU bursts) are daemon work that does not end a stall
+// (see Engine.SetStallLimit). Close stops it as any other task.
+func (t *Task) SetDaemon() {
+	if !t.daemon && t.state != taskDone {
+		t.e.live--
+	}
+	t.daemon = true
+}
 
 // SleepHook is told when a task is about to sleep (block other than for a
 // CPU or an optimistic spin), or when it stops spinning on a lock and
@@ -134,6 +140,7 @@ func (e *Engine) Go(name string, fn func(t *Task)) *Task {
 		return t
 	}
 	e.tasks = append(e.tasks, t)
+	e.live++
 	t.wake(0)
 	return t
 }
@@ -170,6 +177,9 @@ func (t *Task) Fire(uint64) {
 	if !ok {
 		t.state = taskDone
 		t.running = false
+		if !t.daemon {
+			e.live--
+		}
 		e.reap()
 	}
 }
@@ -244,7 +254,7 @@ func (t *Task) wake(d time.Duration) {
 		panic("sim: task " + t.name + " woken twice")
 	}
 	t.pending = true
-	t.e.After(d, t, 0)
+	t.e.schedule(t.e.now+Time(d), t, 0, t.daemon)
 }
 
 // Charge adds d of CPU time that the task will run at its next engine

@@ -37,6 +37,49 @@ type RunOptions struct {
 	onIO func(job int, file string, dir blockdev.Op, off, n int64)
 }
 
+// stallLimit is how long Run lets a run go on with only daemon work left
+// (the writeback flusher's periodic timer) while jobs are unfinished,
+// before it reports a model deadlock (sim.Engine.SetStallLimit). Every
+// legitimate wait of a job involves non-daemon events: device
+// completions, its own timers (runtime, startdelay, thinktime, rate and
+// dirty-throttle pauses), other jobs. The longest stretch of daemon work
+// alone a live job can see is a wait for periodic writeback to pick up an
+// inode, dirty_expire plus dirty_writeback (35 s by default); an hour of
+// simulated time is far past that, and costs a deadlocked run only ~720
+// idle flusher wake-ups before it ends.
+const stallLimit = time.Hour
+
+// deadlockError is a stall (sim.StallError) in the words of Run's other
+// deadlock error.
+type deadlockError struct{ stall *sim.StallError }
+
+func (d deadlockError) Error() string {
+	return fmt.Sprintf("workload: %d jobs blocked forever at %v (a model deadlock): %s",
+		len(d.stall.Tasks), d.stall.Since, d.stall.TaskNames())
+}
+
+func (d deadlockError) Unwrap() error { return d.stall }
+
+// runEngine runs e to the end with the stall limit, unless the caller set
+// one, and reports jobs left blocked (a model deadlock) as an error.
+func runEngine(e *sim.Engine) error {
+	if e.StallLimit() == 0 {
+		e.SetStallLimit(stallLimit)
+		defer e.SetStallLimit(0)
+	}
+	if err := e.Run(-1); err != nil {
+		var stall *sim.StallError
+		if errors.As(err, &stall) {
+			return deadlockError{stall}
+		}
+		return err
+	}
+	if n := e.Tasks(); n != 0 {
+		return fmt.Errorf("workload: %d jobs blocked forever at %v (a model deadlock)", n, e.Now())
+	}
+	return nil
+}
+
 // ErrJob is wrapped by errors about a job that cannot run as specified.
 var ErrJob = errors.New("job cannot run")
 
@@ -130,7 +173,9 @@ type job struct {
 // Jobs start at the engine's current time, in file order as fio starts
 // them: a stonewall job waits for every job before it, a wait_for job for
 // the jobs it names, and startdelay counts from the start of the run. The
-// same engine seed, stack and jobs give the same result.
+// same engine seed, stack and jobs give the same result. Jobs blocked
+// forever (a model deadlock) end the run with an error; unless the caller
+// set a stall limit on e, Run sets one (an hour) while it runs.
 func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Result, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w: no jobs", ErrJob)
@@ -219,11 +264,8 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		}
 		e.Go(name, func(t *sim.Task) { j.run(t) })
 	}
-	if err := e.Run(-1); err != nil {
+	if err := runEngine(e); err != nil {
 		return nil, err
-	}
-	if n := e.Tasks(); n != 0 {
-		return nil, fmt.Errorf("workload: %d jobs blocked forever at %v (a model deadlock)", n, e.Now())
 	}
 	res := &Result{}
 	var ios uint64

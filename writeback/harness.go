@@ -152,10 +152,22 @@ func NewHarness(tb testing.TB, opt HarnessOptions) *Harness {
 		return nil
 	}
 	h.wb = wb
+	h.e.SetStallLimit(stallLimit(wb.Limits()))
 	if tb != nil {
 		tb.Cleanup(h.Close)
 	}
 	return h
+}
+
+// stallLimit is how long the harness's runs may go on with only the
+// flusher's periodic timer left while tasks are unfinished before they
+// fail as a deadlock (sim.Engine.SetStallLimit). A task's legitimate
+// waits (writepages, IO, throttle pauses, sync work) all involve other
+// events; the longest wait on the timer alone is for periodic writeback
+// to pick an inode up, at most dirty_expire plus dirty_writeback, so the
+// limit is twice that, and at least a minute.
+func stallLimit(l Limits) time.Duration {
+	return max(time.Minute, 2*(l.DirtyExpire+l.DirtyWriteback))
 }
 
 func (h *Harness) fail(err error) {
@@ -263,7 +275,9 @@ func (h *Harness) Writer(name string, f *FakeFile, w WriterOptions) *sim.Task {
 // Limits.DirtyWriteback is 0). A task panic or a writer's error fails
 // the test, and so does an engine still busy RunLimit after the start of
 // the call (a policy that never writes some dirty inode keeps the
-// periodic timer going forever).
+// periodic timer going forever), or tasks blocked forever (a deadlock).
+// RunUntil fails as well on tasks blocked with only the flusher's timer
+// left for a long time (at least a minute; see sim.Engine.SetStallLimit).
 func (h *Harness) Run() {
 	if h.tb != nil {
 		h.tb.Helper()
@@ -271,6 +285,10 @@ func (h *Harness) Run() {
 	h.clock.limit = h.e.Now() + sim.Time(h.opt.RunLimit)
 	defer func() { h.clock.limit = -1 }()
 	h.run(-1)
+	if n := h.e.Tasks(); n > 0 {
+		h.fail(fmt.Errorf("writeback harness: %d unfinished tasks blocked forever at %v (a deadlock in the test, or in the policy %q?)",
+			n, h.e.Now(), h.opt.Policy.Name()))
+	}
 }
 
 // RunUntil runs the engine until simulated time d.
@@ -296,6 +314,11 @@ func (h *Harness) run(until sim.Time) {
 			}
 			err = fmt.Errorf("writeback harness: still busy after %v of simulated time; dirty files %v (does the policy %q leave them dirty?)",
 				h.opt.RunLimit, names, h.opt.Policy.Name())
+		}
+		var stall *sim.StallError
+		if errors.As(err, &stall) {
+			err = fmt.Errorf("writeback harness: tasks blocked forever since %v with only the flusher's timer left (a deadlock in the test, or in the policy %q?): %s",
+				stall.Since, h.opt.Policy.Name(), stall.TaskNames())
 		}
 		h.fail(err)
 	}

@@ -484,14 +484,16 @@ func (h timer) Fire(gen uint64) {
 
 // armTimer schedules a wake-up DirtyWriteback from now, unless one is
 // pending or periodic writeback is off (queue_delayed_work does not move a
-// pending timer).
+// pending timer). The timer is daemon work (sim.Engine.AfterDaemon): with
+// dirty inodes it cannot clean the flusher re-arms it forever, and that
+// must not keep a run whose tasks are deadlocked going.
 func (wb *Writeback) armTimer() {
 	if wb.timerArmed || wb.closed || wb.limits.DirtyWriteback <= 0 {
 		return
 	}
 	wb.timerArmed = true
 	wb.timerGen++
-	wb.e.After(wb.limits.DirtyWriteback, timer{wb}, wb.timerGen)
+	wb.e.AfterDaemon(wb.limits.DirtyWriteback, timer{wb}, wb.timerGen)
 }
 
 // Close stops the domain: the flusher exits when it next runs (it is

@@ -390,3 +390,55 @@ func (f *fakeTB) Fatal(args ...any) {
 	f.msg = fmt.Sprint(args...)
 	panic("fatal")
 }
+
+// A deadlocked test fails instead of running on: here an fsync stuck
+// forever while announced as a WB_SYNC_ALL writer makes f2fs's rule skip
+// the dirty file in every flusher pass, so the periodic timer would be
+// re-armed forever (Run would report it only at RunLimit, as a policy
+// leaving files dirty; RunUntil would run to its end). Without a timer
+// (dirty_writeback 0) the engine drains and Run reports the blocked task.
+func TestHarnessDeadlock(t *testing.T) {
+	noPeriodic := writeback.DefaultLimits()
+	noPeriodic.DirtyWriteback = 0
+	tests := []struct {
+		name   string
+		limits writeback.Limits
+		run    func(h *writeback.Harness)
+		want   string
+	}{
+		{
+			name: "Run", run: (*writeback.Harness).Run,
+			want: `writeback harness: tasks blocked forever since 1ms with only the flusher's timer left (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?): stuck-fsync`,
+		},
+		{
+			name: "RunUntil", run: func(h *writeback.Harness) { h.RunUntil(2 * time.Hour) },
+			want: `writeback harness: tasks blocked forever since 1ms with only the flusher's timer left (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?): stuck-fsync`,
+		},
+		{
+			name: "Run without periodic writeback", limits: noPeriodic, run: (*writeback.Harness).Run,
+			want: `writeback harness: 1 unfinished tasks blocked forever at 1ms (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?)`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ft := &fakeTB{TB: t}
+			h := writeback.NewHarness(ft, writeback.HarnessOptions{
+				Policy: writeback.Default{Serializer: writeback.F2FSSerialize{}}, Limits: tt.limits,
+			})
+			a, b := h.File("a"), h.File("b")
+			h.Writer("w", b, writeback.WriterOptions{Pages: 8})
+			h.Go("stuck-fsync", ms, func(tk *sim.Task) {
+				h.Writeback().BeginWritepages(a, &writeback.Control{SyncMode: writeback.SyncAll})
+				var never sim.Completion
+				never.Wait(tk)
+			})
+			func() {
+				defer func() { _ = recover() }()
+				tt.run(h)
+			}()
+			assert.Equal(t, tt.want, ft.msg)
+			assert.Equal(t, int64(8), b.DirtyPages(), "the flusher skipped b")
+			assert.Less(t, h.Now(), 2*time.Minute)
+		})
+	}
+}
