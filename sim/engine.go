@@ -330,7 +330,8 @@ func (e *Engine) checkStall(next *event, outside bool) error {
 	if e.stallLimit <= 0 || e.nonDaemon > 0 || outside || e.live == 0 {
 		return nil
 	}
-	if next.at < e.lastWork+Time(e.stallLimit) {
+	// As a difference: lastWork+limit could overflow a huge limit.
+	if next.at-e.lastWork < Time(e.stallLimit) {
 		return nil
 	}
 	return &StallError{Time: e.now, Since: e.lastWork, Tasks: e.liveNames()}

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -312,4 +313,64 @@ func TestTasksCountsDaemons(t *testing.T) {
 	assert.Equal(t, 1, e.Tasks())
 	require.NoError(t, e.Close())
 	assert.Zero(t, e.Tasks())
+}
+
+// TestStallHugeLimit: a limit near the largest duration ("practically
+// never") does not overflow into an immediate stall.
+func TestStallHugeLimit(t *testing.T) {
+	e := newEngine(t, sim.Host{})
+	e.SetStallLimit(time.Duration(math.MaxInt64))
+	var done sim.Completion
+	spawn(e, "job", ms, func(t *sim.Task) { done.Wait(t) })
+	f := &flusher{e: e, period: 5 * sec, rounds: 5}
+	f.start()
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, 5, f.n, "every round ran")
+	assert.Equal(t, 1, e.Tasks())
+}
+
+// TestStallPolling: a task that polls for progress others must make
+// (SetPolling: a throttled writer's pauses) while the only other task is
+// blocked is stalled; the same loop without SetPolling is progress.
+// Polling ends with the setting restored.
+func TestStallPolling(t *testing.T) {
+	for _, polling := range []bool{true, false} {
+		t.Run(fmt.Sprint("polling=", polling), func(t *testing.T) {
+			e := newEngine(t, sim.Host{ContextSwitch: us})
+			e.SetStallLimit(10 * sec)
+			var done sim.Completion
+			spawn(e, "blocked", 0, func(t *sim.Task) { done.Wait(t) })
+			loops := 0
+			spawn(e, "poller", 0, func(t *sim.Task) {
+				if polling {
+					defer t.SetPolling(t.SetPolling(true))
+				}
+				// 1000 rounds of 100 ms stand in for forever.
+				for ; loops < 1000; loops++ {
+					t.CPU(us)
+					t.Sleep(100 * ms)
+				}
+			})
+			err := e.Run(-1)
+			if !polling {
+				require.NoError(t, err)
+				assert.Equal(t, 1000, loops)
+				assert.Equal(t, 1, e.Tasks(), "the blocked task is left")
+				return
+			}
+			var stall *sim.StallError
+			require.ErrorAs(t, err, &stall)
+			assert.Equal(t, []string{"blocked", "poller"}, stall.Tasks)
+			assert.Zero(t, stall.Since, "nothing but polling happened after the start")
+			assert.Less(t, loops, 110, "stopped about 10 s in")
+		})
+	}
+	// SetPolling returns the previous setting.
+	e := newEngine(t, sim.Host{})
+	spawn(e, "t", 0, func(tk *sim.Task) {
+		assert.False(t, tk.SetPolling(true))
+		assert.True(t, tk.SetPolling(false))
+		assert.False(t, tk.SetPolling(false))
+	})
+	require.NoError(t, e.Run(-1))
 }

@@ -72,6 +72,8 @@ type Task struct {
 
 	sleepHook SleepHook
 	daemon    bool
+	// polling is SetPolling's: the task's own events are daemon work.
+	polling bool
 }
 
 // SetDaemon marks the task as a service thread (a flusher, a kworker)
@@ -84,6 +86,18 @@ func (t *Task) SetDaemon() {
 		t.e.live--
 	}
 	t.daemon = true
+}
+
+// SetPolling marks the task, while on is true, as polling for progress
+// that other tasks or devices must make (balance_dirty_pages pausing
+// until writeback catches up): its own events (timed sleeps, CPU bursts,
+// wake-ups) are then daemon work, so a run whose only activity is such
+// polling is stalled (see Engine.SetStallLimit). Events already
+// scheduled keep their kind. It returns the previous setting, for
+// restoring: defer t.SetPolling(t.SetPolling(true)).
+func (t *Task) SetPolling(on bool) (was bool) {
+	was, t.polling = t.polling, on
+	return was
 }
 
 // SleepHook is told when a task is about to sleep (block other than for a
@@ -254,7 +268,7 @@ func (t *Task) wake(d time.Duration) {
 		panic("sim: task " + t.name + " woken twice")
 	}
 	t.pending = true
-	t.e.schedule(t.e.now+Time(d), t, 0, t.daemon)
+	t.e.schedule(t.e.now+Time(d), t, 0, t.daemon || t.polling)
 }
 
 // Charge adds d of CPU time that the task will run at its next engine

@@ -24,37 +24,80 @@ func (stuckInode) DirtyPages() int64 { return 0 }
 // The shape is f2fs's: an fsync stuck while announced as a WB_SYNC_ALL
 // writer makes every flusher pass skip the job's dirty file (the
 // sync-request skip), so the flusher never cleans it and never stops.
+// With a small dirty limit the job itself is not blocked but throttled:
+// it pauses in balance_dirty_pages for ever, which is polling, not
+// progress.
 func TestRunReportsStallAsDeadlock(t *testing.T) {
-	cfg := stack.Default()
-	require.NoError(t, cfg.SetArg("fs=f2fs"))
-	st, err := stack.Build(cfg, 1)
-	require.NoError(t, err)
-	wb := st.FS.Writeback()
-	require.NotNil(t, wb)
-	st.Engine.Go("stuck-fsync", func(tk *sim.Task) {
-		wb.BeginWritepages(stuckInode{}, &writeback.Control{SyncMode: writeback.SyncAll})
-		var never sim.Completion
-		never.Wait(tk)
-	})
-	specs := parseString(t, "[w]\nrw=write\nbs=4k\nsize=64k\nioengine=psync\n")
-
-	// Without stall detection Run would never return; fail, rather than
-	// hang, if it does not return soon.
-	done := make(chan error, 1)
-	go func() { _, err := Run(st.Engine, st.FS, specs, RunOptions{AppPerIO: st.AppPerIO}); done <- err }()
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("workload.Run hangs on a stalled run") // leaks the engine
+	tests := []struct {
+		name, size string
+		set        []string
+		paused     bool // the job is stuck in dirty-throttle pauses
+	}{
+		{name: "job done, flusher ticking", size: "64k"},
+		{name: "job throttled at the dirty limit", size: "64m", set: []string{"writeback.dirty_bytes=4m"}, paused: true},
 	}
-	t.Cleanup(func() { _ = st.Close() })
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := stack.Default()
+			for _, a := range append([]string{"fs=f2fs"}, tt.set...) {
+				require.NoError(t, cfg.SetArg(a))
+			}
+			st, err := stack.Build(cfg, 1)
+			require.NoError(t, err)
+			wb := st.FS.Writeback()
+			require.NotNil(t, wb)
+			st.Engine.Go("stuck-fsync", func(tk *sim.Task) {
+				wb.BeginWritepages(stuckInode{}, &writeback.Control{SyncMode: writeback.SyncAll})
+				var never sim.Completion
+				never.Wait(tk)
+			})
+			specs := parseString(t, "[w]\nrw=write\nbs=4k\nsize="+tt.size+"\nioengine=psync\n")
 
-	var stall *sim.StallError
-	require.ErrorAs(t, err, &stall)
-	assert.Regexp(t, `^workload: 1 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\): stuck-fsync$`, err.Error())
-	assert.Positive(t, wb.DirtyPages(), "the flusher never cleaned the job's file")
-	assert.GreaterOrEqual(t, st.Engine.Now(), stall.Since+sim.Time(stallLimit-5*time.Second))
-	assert.Zero(t, st.Engine.StallLimit(), "Run restores the engine's limit")
+			// Without stall detection Run would never return; fail, rather
+			// than hang, if it does not return soon.
+			done := make(chan error, 1)
+			go func() { _, err := Run(st.Engine, st.FS, specs, RunOptions{AppPerIO: st.AppPerIO}); done <- err }()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("workload.Run hangs on a stalled run") // leaks the engine
+			}
+			t.Cleanup(func() { _ = st.Close() })
+
+			var stall *sim.StallError
+			require.ErrorAs(t, err, &stall)
+			want := `^workload: 1 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\): stuck-fsync$`
+			if tt.paused {
+				want = `^workload: 2 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\): fio:w:0, stuck-fsync$`
+				assert.Positive(t, wb.Stats().LimitPauses, "the job paused at the dirty limit")
+			}
+			assert.Regexp(t, want, err.Error())
+			assert.Positive(t, wb.DirtyPages(), "the flusher never cleaned the job's file")
+			assert.GreaterOrEqual(t, st.Engine.Now(), stall.Since+sim.Time(time.Hour-5*time.Second))
+			assert.Zero(t, st.Engine.StallLimit(), "Run restores the engine's limit")
+		})
+	}
+}
+
+// The limit is an hour, or twice the longest wait for periodic writeback
+// when the writeback settings make that longer.
+func TestStallLimitFollowsWriteback(t *testing.T) {
+	for _, tt := range []struct {
+		set  []string
+		want time.Duration
+	}{
+		{want: time.Hour},
+		{set: []string{"writeback.dirty_expire_centisecs=360000", "writeback.dirty_writeback_centisecs=6000"}, want: 2 * (time.Hour + time.Minute)},
+	} {
+		cfg := stack.Default()
+		for _, a := range append([]string{"fs=f2fs"}, tt.set...) {
+			require.NoError(t, cfg.SetArg(a))
+		}
+		st, err := stack.Build(cfg, 1)
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, stallLimit(st.FS), "%v", tt.set)
+		require.NoError(t, st.Close())
+	}
 }
 
 // daemonTimer re-arms itself every 5 s as daemon work, left more times
@@ -111,7 +154,7 @@ func TestRunEngineDeadlocks(t *testing.T) {
 			if tt.ticks {
 				e.AfterDaemon(0, &daemonTimer{e: e, left: 2000}, 0)
 			}
-			err := runEngine(e)
+			err := runEngine(e, time.Hour)
 			require.EqualError(t, err, tt.want)
 			assert.Equal(t, tt.stall, errors.As(err, new(*sim.StallError)))
 			assert.Equal(t, sim.Time(tt.wantAt), e.Now())

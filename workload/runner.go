@@ -38,16 +38,25 @@ type RunOptions struct {
 }
 
 // stallLimit is how long Run lets a run go on with only daemon work left
-// (the writeback flusher's periodic timer) while jobs are unfinished,
-// before it reports a model deadlock (sim.Engine.SetStallLimit). Every
-// legitimate wait of a job involves non-daemon events: device
-// completions, its own timers (runtime, startdelay, thinktime, rate and
-// dirty-throttle pauses), other jobs. The longest stretch of daemon work
-// alone a live job can see is a wait for periodic writeback to pick up an
-// inode, dirty_expire plus dirty_writeback (35 s by default); an hour of
-// simulated time is far past that, and costs a deadlocked run only ~720
-// idle flusher wake-ups before it ends.
-const stallLimit = time.Hour
+// (the writeback flusher's periodic timer, writers polling in
+// balance_dirty_pages) while jobs are unfinished, before it reports a
+// model deadlock (sim.Engine.SetStallLimit). Every legitimate wait of a
+// job involves other events: device completions, its own timers
+// (runtime, startdelay, thinktime, rate), other jobs. The longest
+// stretch of daemon work alone a live job can see is a wait for periodic
+// writeback to pick up an inode, dirty_expire plus dirty_writeback (35 s
+// by default): the limit is an hour of simulated time, or twice that
+// wait if it is longer. On the simulated clock a deadlocked run then
+// costs some hundreds of idle flusher wake-ups; on a real device's wall
+// clock it takes the hour.
+func stallLimit(fsys *fsmodel.FS) time.Duration {
+	limit := time.Hour
+	if wb := fsys.Writeback(); wb != nil {
+		l := wb.Limits()
+		limit = max(limit, 2*(l.DirtyExpire+l.DirtyWriteback))
+	}
+	return limit
+}
 
 // deadlockError is a stall (sim.StallError) in the words of Run's other
 // deadlock error.
@@ -62,9 +71,9 @@ func (d deadlockError) Unwrap() error { return d.stall }
 
 // runEngine runs e to the end with the stall limit, unless the caller set
 // one, and reports jobs left blocked (a model deadlock) as an error.
-func runEngine(e *sim.Engine) error {
+func runEngine(e *sim.Engine, limit time.Duration) error {
 	if e.StallLimit() == 0 {
-		e.SetStallLimit(stallLimit)
+		e.SetStallLimit(limit)
 		defer e.SetStallLimit(0)
 	}
 	if err := e.Run(-1); err != nil {
@@ -264,7 +273,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		}
 		e.Go(name, func(t *sim.Task) { j.run(t) })
 	}
-	if err := runEngine(e); err != nil {
+	if err := runEngine(e, stallLimit(fsys)); err != nil {
 		return nil, err
 	}
 	res := &Result{}

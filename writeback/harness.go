@@ -291,7 +291,12 @@ func (h *Harness) Run() {
 	}
 }
 
-// RunUntil runs the engine until simulated time d.
+// RunUntil runs the engine until simulated time d. Like Run, it fails
+// the test when unfinished tasks have had only the flusher's timer (or
+// their own throttle pauses) for the harness's stall limit, twice
+// dirty_expire plus dirty_writeback and at least a minute: a test that
+// parks a task that long and releases it from test code between
+// RunUntil calls must raise the limit on Engine.
 func (h *Harness) RunUntil(d time.Duration) {
 	if h.tb != nil {
 		h.tb.Helper()

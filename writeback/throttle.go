@@ -139,6 +139,10 @@ func (wb *Writeback) PauseFor(dirtied, dirty int64) (pause time.Duration, atLimi
 // ratelimiting of calls are left out: call it per write with the pages
 // that write dirtied.
 func (wb *Writeback) BalanceDirtyPages(t *sim.Task, dirtied int64) {
+	// The pauses wait for writeback to make progress: they are not
+	// progress themselves, so a writer throttled forever while nothing is
+	// written is a stall (sim.Engine.SetStallLimit), not a busy run.
+	defer t.SetPolling(t.SetPolling(true))
 	for !wb.closed {
 		pause, atLimit := wb.PauseFor(dirtied, wb.nrDirty+wb.nrWriteback)
 		if pause == 0 && !atLimit {

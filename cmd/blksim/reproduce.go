@@ -558,8 +558,9 @@ func loadRatios(pub publishedFile, md toml.MetaData, rows []string) ([]report.Re
 		if q.Of == q.Over {
 			return nil, fmt.Errorf("ratios.%s: of and over name the same row %q", name, q.Of)
 		}
-		if _, err := report.MetricByKey(q.Metric); err != nil {
-			return nil, fmt.Errorf("ratios.%s: metric %q: want one of %s", name, q.Metric, metricKeys())
+		m, err := report.MetricByKey(q.Metric)
+		if err != nil {
+			return nil, fmt.Errorf("ratios.%s: %v (want one of %s)", name, err, metricKeys())
 		}
 		if q.Published == nil || !(*q.Published > 0) || math.IsInf(*q.Published, 0) {
 			return nil, fmt.Errorf("ratios.%s: published: want a number above 0", name)
@@ -571,8 +572,8 @@ func loadRatios(pub publishedFile, md toml.MetaData, rows []string) ([]report.Re
 			}
 			tol = *q.Tolerance
 		}
-		out = append(out, report.ReproRatio{Name: name, Of: q.Of, Over: q.Over, Key: q.Metric,
-			Label: metricByKey(q.Metric).Label, Published: *q.Published, Tolerance: tol})
+		out = append(out, report.ReproRatio{Name: name, Of: q.Of, Over: q.Over, Key: m.Key,
+			Label: m.Label, Published: *q.Published, Tolerance: tol})
 	}
 	return out, nil
 }

@@ -385,4 +385,20 @@ read_requests_4096 = 1
 	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
 	assert.Contains(t, r.stdout, "  read requests 4k ")
 	assert.Contains(t, r.stdout, "  write requests 4k ")
+
+	// A ratio of a request-size metric keeps the canonical key.
+	root = experiment(t, "exp", map[string]string{"small.fio": smallJob, "stack.toml": smallStack, "published.toml": published +
+		"[rows.r2]\nstack = \"stack.toml\"\nset = [\"host.cpus=2\"]\n[ratios.q]\nof = \"r\"\nover = \"r2\"\nmetric = \"read_requests_4096\"\npublished = 1\ntolerance = 1e9\n"})
+	r = runCLI(t, deterministic, "reproduce", "--dir", root, "--output-format", "json")
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	var withRatio struct {
+		Experiments []struct {
+			Ratios []struct {
+				Metric string `json:"metric"`
+			} `json:"ratios"`
+		} `json:"experiments"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &withRatio), r.stdout)
+	require.Len(t, withRatio.Experiments[0].Ratios, 1)
+	assert.Equal(t, "read_requests_4k", withRatio.Experiments[0].Ratios[0].Metric)
 }
