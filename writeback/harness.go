@@ -112,9 +112,19 @@ type Extent struct {
 // interleave their allocations show as small IOs, and in the files'
 // Extents. The filesystem honours the policy's lock rule with one
 // writepages mutex; WB_SYNC_ALL calls wait for pages under writeback,
-// WB_SYNC_NONE calls skip them. A Harness is not safe for concurrent use; its methods that take
-// a *sim.Task must be called from that task's function, the others
-// between runs.
+// WB_SYNC_NONE calls skip them. With Default's lock rule (none) an fsync
+// and the flusher writing the same file do interleave, as f2fs did
+// before its writepages mutex; Default{Serializer: F2FSSerialize{}} is
+// the 4.19 rule, under which each call writes its range as one run.
+//
+// The flusher task is "flush-harness" (IO.Task). Failures name the policy
+// by its Name and Go type, since a policy embedding Default inherits
+// Default's Name. The harness uses tb's Helper, Fatal and Cleanup, from
+// the goroutine that calls NewHarness, Run or RunUntil.
+//
+// A Harness is not safe for concurrent use; its methods that take a
+// *sim.Task must be called from that task's function, the others between
+// runs.
 type Harness struct {
 	tb    testing.TB
 	clock *harnessClock
@@ -127,6 +137,9 @@ type Harness struct {
 	next  int64 // next free block
 	busy  sim.Time
 	errs  []error
+	// writes numbers Write calls; a page dirtied by the n-th has
+	// dirtiedBy n (Fsync's integrity check).
+	writes uint64
 }
 
 // NewHarness builds a harness. With a non-nil tb, setup errors and task
@@ -215,10 +228,12 @@ func (h *Harness) Go(name string, at time.Duration, fn func(t *sim.Task)) *sim.T
 func (h *Harness) Write(t *sim.Task, f *FakeFile, page, pages int64) {
 	t.CPU(time.Duration(pages) * h.opt.CopyCost)
 	f.grow(page + pages)
+	h.writes++
 	var newly int64
 	for i := page; i < page+pages; i++ {
 		if f.pages[i]&pageDirty == 0 {
 			f.pages[i] |= pageDirty
+			f.dirtiedBy[i] = h.writes
 			f.dirty++
 			newly++
 		}
@@ -230,9 +245,46 @@ func (h *Harness) Write(t *sim.Task, f *FakeFile, page, pages int64) {
 	h.wb.BalanceDirtyPages(t, newly)
 }
 
-// Fsync is fsync(2) of f from t: Writeback.Sync with SyncAll.
+// Fsync is fsync(2) of f from t: Writeback.Sync with SyncAll. It also
+// checks fsync's contract: when it returns without an error, no page
+// that was dirty when it was called is still dirty (pages dirtied again
+// since may be). A page left dirty (a policy or lock rule that skips
+// WB_SYNC_ALL work) fails the test at the end of the run.
 func (h *Harness) Fsync(t *sim.Task, f *FakeFile) error {
-	return h.wb.Sync(t, f, SyncAll)
+	called := h.writes
+	if err := h.wb.Sync(t, f, SyncAll); err != nil {
+		return err
+	}
+	var left, first int64 = 0, -1
+	for i, st := range f.pages {
+		if st&pageDirty != 0 && f.dirtiedBy[i] <= called {
+			if left++; first < 0 {
+				first = int64(i)
+			}
+		}
+	}
+	if left > 0 {
+		h.errs = append(h.errs, fmt.Errorf("writeback harness: %s: fsync of %s returned at %v with %d pages still dirty that were dirty when it was called (the first: page %d); WB_SYNC_ALL writeback must write them (policy %s)",
+			t.Name(), f.name, h.Now(), left, first, h.policyName()))
+	}
+	return nil
+}
+
+// policyName names the policy for messages: its Name and its Go type
+// (a policy embedding Default inherits Default's Name).
+func (h *Harness) policyName() string {
+	return fmt.Sprintf("%q (%T)", h.opt.Policy.Name(), h.opt.Policy)
+}
+
+// dirtyFiles names the files with dirty inodes, for messages.
+func (h *Harness) dirtyFiles() []string {
+	var names []string
+	for _, d := range h.wb.DirtyInodes() {
+		if f, ok := d.Inode.(*FakeFile); ok {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 // WriterOptions describe a sequential writer (Harness.Writer).
@@ -275,7 +327,10 @@ func (h *Harness) Writer(name string, f *FakeFile, w WriterOptions) *sim.Task {
 // Limits.DirtyWriteback is 0). A task panic or a writer's error fails
 // the test, and so does an engine still busy RunLimit after the start of
 // the call (a policy that never writes some dirty inode keeps the
-// periodic timer going forever), or tasks blocked forever (a deadlock).
+// periodic timer going forever), or tasks blocked forever (a deadlock;
+// also writers throttled at the dirty limit for ever because the policy
+// leaves pages dirty), or an fsync that returned with pages dirty (see
+// Fsync).
 // RunUntil fails as well on tasks blocked with only the flusher's timer
 // left for a long time (at least a minute; see sim.Engine.SetStallLimit).
 func (h *Harness) Run() {
@@ -286,8 +341,8 @@ func (h *Harness) Run() {
 	defer func() { h.clock.limit = -1 }()
 	h.run(-1)
 	if n := h.e.Tasks(); n > 0 {
-		h.fail(fmt.Errorf("writeback harness: %d unfinished tasks blocked forever at %v (a deadlock in the test, or in the policy %q?)",
-			n, h.e.Now(), h.opt.Policy.Name()))
+		h.fail(fmt.Errorf("writeback harness: %d unfinished tasks blocked forever at %v; dirty files %v (a deadlock in the test, or in the policy %s?)",
+			n, h.e.Now(), h.dirtyFiles(), h.policyName()))
 	}
 }
 
@@ -311,19 +366,13 @@ func (h *Harness) run(until sim.Time) {
 	if err := h.e.Run(until); err != nil {
 		var stop *sim.HandlerPanicError
 		if errors.As(err, &stop) && stop.Value == (runLimitHit{}) {
-			var names []string
-			for _, d := range h.wb.DirtyInodes() {
-				if f, ok := d.Inode.(*FakeFile); ok {
-					names = append(names, f.name)
-				}
-			}
-			err = fmt.Errorf("writeback harness: still busy after %v of simulated time; dirty files %v (does the policy %q leave them dirty?)",
-				h.opt.RunLimit, names, h.opt.Policy.Name())
+			err = fmt.Errorf("writeback harness: still busy after %v of simulated time; dirty files %v (does the policy %s leave them dirty?)",
+				h.opt.RunLimit, h.dirtyFiles(), h.policyName())
 		}
 		var stall *sim.StallError
 		if errors.As(err, &stall) {
-			err = fmt.Errorf("writeback harness: tasks blocked forever since %v with only the flusher's timer left (a deadlock in the test, or in the policy %q?): %s",
-				stall.Since, h.opt.Policy.Name(), stall.TaskNames())
+			err = fmt.Errorf("writeback harness: tasks blocked or throttled at the dirty limit with no IO since %v, only the flusher's timer left; dirty files %v (a deadlock in the test, or does the policy %s leave them dirty?): %s",
+				stall.Since, h.dirtyFiles(), h.policyName(), stall.TaskNames())
 		}
 		h.fail(err)
 	}
@@ -372,14 +421,16 @@ const (
 // FakeFile is a harness file: an Inode whose pages are only state bits
 // (dirty, under writeback) and the block each was last written to.
 type FakeFile struct {
-	h       *Harness
-	id      uint64
-	name    string
-	pages   []uint8
-	blocks  []int64
-	dirty   int64
-	inIO    int64
-	written int64
+	h      *Harness
+	id     uint64
+	name   string
+	pages  []uint8
+	blocks []int64
+	// dirtiedBy is, per page, the Write call that last dirtied it.
+	dirtiedBy []uint64
+	dirty     int64
+	inIO      int64
+	written   int64
 	// index is writeback_index, where range_cyclic writeback resumes.
 	index int64
 	wq    sim.WaitQueue
@@ -426,6 +477,7 @@ func (f *FakeFile) grow(n int64) {
 	for int64(len(f.pages)) < n {
 		f.pages = append(f.pages, 0)
 		f.blocks = append(f.blocks, -1)
+		f.dirtiedBy = append(f.dirtiedBy, 0)
 	}
 }
 

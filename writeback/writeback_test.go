@@ -369,7 +369,7 @@ func TestHarnessRunLimit(t *testing.T) {
 		defer func() { _ = recover() }()
 		h.Run()
 	}()
-	assert.Contains(t, ft.msg, `still busy after 1m0s of simulated time; dirty files [f] (does the policy "lazy" leave them dirty?)`)
+	assert.Contains(t, ft.msg, `still busy after 1m0s of simulated time; dirty files [f] (does the policy "lazy" (writeback_test.lazy) leave them dirty?)`)
 	assert.LessOrEqual(t, h.Now(), time.Minute)
 }
 
@@ -408,15 +408,15 @@ func TestHarnessDeadlock(t *testing.T) {
 	}{
 		{
 			name: "Run", run: (*writeback.Harness).Run,
-			want: `writeback harness: tasks blocked forever since 1ms with only the flusher's timer left (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?): stuck-fsync`,
+			want: `writeback harness: tasks blocked or throttled at the dirty limit with no IO since 1ms, only the flusher's timer left; dirty files [b] (a deadlock in the test, or does the policy "default[f2fs-v4.19]" (writeback.Default) leave them dirty?): stuck-fsync`,
 		},
 		{
 			name: "RunUntil", run: func(h *writeback.Harness) { h.RunUntil(2 * time.Hour) },
-			want: `writeback harness: tasks blocked forever since 1ms with only the flusher's timer left (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?): stuck-fsync`,
+			want: `writeback harness: tasks blocked or throttled at the dirty limit with no IO since 1ms, only the flusher's timer left; dirty files [b] (a deadlock in the test, or does the policy "default[f2fs-v4.19]" (writeback.Default) leave them dirty?): stuck-fsync`,
 		},
 		{
 			name: "Run without periodic writeback", limits: noPeriodic, run: (*writeback.Harness).Run,
-			want: `writeback harness: 1 unfinished tasks blocked forever at 1ms (a deadlock in the test, or in the policy "default[f2fs-v4.19]"?)`,
+			want: `writeback harness: 1 unfinished tasks blocked forever at 1ms; dirty files [b] (a deadlock in the test, or in the policy "default[f2fs-v4.19]" (writeback.Default)?)`,
 		},
 	}
 	for _, tt := range tests {
@@ -441,4 +441,57 @@ func TestHarnessDeadlock(t *testing.T) {
 			assert.Less(t, h.Now(), 2*time.Minute)
 		})
 	}
+}
+
+// skipSync is a broken lock rule: it skips every WB_SYNC_ALL call, so
+// fsync returns with its pages dirty.
+type skipSync struct{ writeback.Default }
+
+func (skipSync) Serialize(q writeback.LockQuery) writeback.LockDecision {
+	if q.Control.SyncMode == writeback.SyncAll {
+		return writeback.LockSkip
+	}
+	return writeback.LockNone
+}
+
+// The harness checks fsync's contract: a policy that lets fsync return
+// with pages that were dirty when it was called fails the test, through
+// Harness.Fsync and through a Writer's fsync alike. Pages dirtied again
+// after the call may stay dirty.
+func TestHarnessFsyncLeavesDirtyPages(t *testing.T) {
+	for _, viaWriter := range []bool{false, true} {
+		t.Run(fmt.Sprint("writer=", viaWriter), func(t *testing.T) {
+			ft := &fakeTB{TB: t}
+			h := writeback.NewHarness(ft, writeback.HarnessOptions{Policy: skipSync{}})
+			f := h.File("f")
+			if viaWriter {
+				h.Writer("app", f, writeback.WriterOptions{Pages: 8, Fsync: true})
+			} else {
+				h.Go("app", 0, func(tk *sim.Task) {
+					h.Write(tk, f, 0, 8)
+					assert.NoError(t, h.Fsync(tk, f), "the error is the test's, at the end of the run")
+				})
+			}
+			func() {
+				defer func() { _ = recover() }()
+				h.Run()
+			}()
+			assert.Regexp(t, `^writeback harness: app: fsync of f returned at [0-9.]+µs with 8 pages still dirty that were dirty when it was called \(the first: page 0\); WB_SYNC_ALL writeback must write them \(policy "default" \(writeback_test.skipSync\)\)$`, ft.msg)
+		})
+	}
+
+	// The kernel's rule: pages dirtied after the call are not fsync's.
+	h := writeback.NewHarness(t, writeback.HarnessOptions{})
+	f := h.File("f")
+	h.Go("app", 0, func(tk *sim.Task) {
+		h.Write(tk, f, 0, 64)
+		require.NoError(t, h.Fsync(tk, f))
+		assert.Equal(t, int64(4), f.DirtyPages(), "only the pages dirtied again during the fsync")
+	})
+	h.Go("rewriter", 0, func(tk *sim.Task) {
+		tk.Sleep(100 * time.Microsecond) // during the fsync's IO
+		h.Write(tk, f, 0, 4)
+	})
+	h.Run()
+	assert.Equal(t, int64(64+4), f.Written(), "the rewritten pages went out again")
 }
