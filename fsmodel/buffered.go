@@ -436,6 +436,9 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 		}
 		pos += chunk
 	}
+	// filemap_read: ra->prev_pos is where the read ended, so that a miss
+	// in that page or the next counts as sequential.
+	f.ra.PrevPos = end
 	return nil
 }
 

@@ -334,3 +334,30 @@ func TestReadaheadIOPagesFollowMaxSectorsKB(t *testing.T) {
 	require.NoError(t, e.Run(-1))
 	assert.Equal(t, map[int64]uint64{128 << 10: 32}, q.Stats().QueuedSizes[blockdev.OpRead])
 }
+
+// A sequential buffered reader that does not start at offset 0 gets
+// readahead from its second read on: filemap_read records where each read
+// ended (ra->prev_pos), and ondemand_readahead treats a miss in that page
+// or the next as sequential (initial_readahead). Only the first read is a
+// lone 4 KiB bio.
+func TestReadaheadSequentialFromMidFile(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	s.e.Go("r", func(tk *sim.Task) {
+		for off := int64(2 << 20); off < 3<<20; off += 4096 {
+			require.NoError(t, f.BufferedRead(tk, off, 4096, nil))
+		}
+	})
+	require.NoError(t, s.e.Run(-1))
+	got := s.q.Stats().QueuedSizes[blockdev.OpRead]
+	assert.Equal(t, uint64(1), got[4<<10], "only the first read is a lone page: %v", got)
+	assert.Equal(t, uint64(1), got[16<<10], "initial window of 4 pages: %v", got)
+	assert.GreaterOrEqual(t, got[128<<10], uint64(7), "ramped up to read_ahead_kb: %v", got)
+}
