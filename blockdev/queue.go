@@ -236,6 +236,12 @@ func (q *Queue) Device() Device { return q.dev }
 // Limits returns the device's limits.
 func (q *Queue) Limits() Limits { return q.limits }
 
+// MaxSectorsKB returns the queue's request size cap in KiB
+// (max_sectors_kb): QueueOptions.MaxSectorsKB, or the device's
+// MaxHWSectorsKB when that is 0. The kernel derives the readahead
+// io_pages (bdi->io_pages) from it.
+func (q *Queue) MaxSectorsKB() int { return int(q.maxReq / 1024) }
+
 // Scheduler returns the IO scheduler's name.
 func (q *Queue) Scheduler() string {
 	if q.sched != nil {

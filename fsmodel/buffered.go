@@ -17,9 +17,9 @@ type Allocator uint8
 
 const (
 	// AllocDelayed is ext4/xfs delayed allocation: blocks are allocated at
-	// writeback, goal-directed (each file continues where its last block
-	// ended, within a per-file window), so a file stays contiguous even
-	// when several files are written back together.
+	// writeback, each file taking the next block of its own window
+	// (AllocWindow; a new window follows when it is used up), so a file
+	// stays contiguous even when several files are written back together.
 	AllocDelayed Allocator = iota
 	// AllocLog is f2fs's log-structured allocation: at writeback, every
 	// page gets the next free block of the shared current segment of the
@@ -113,7 +113,9 @@ func (fs *FS) EnableBuffered(opt BufferedOptions) error {
 		opt.ReadaheadKB = 128
 	}
 	b := &buffered{opt: opt, cache: opt.Cache}
-	b.ra = pagecache.Readahead{MaxPages: opt.ReadaheadKB / 4, IOPages: int64(fs.q.Limits().MaxHWSectorsKB) / 4}
+	// bdi->io_pages is max_sectors_kb in pages (blk_queue_max_hw_sectors,
+	// queue_max_sectors_store), not max_hw_sectors_kb.
+	b.ra = pagecache.Readahead{MaxPages: opt.ReadaheadKB / 4, IOPages: int64(fs.q.MaxSectorsKB()) / 4}
 	b.cursegMu = sim.NewMutex(fs.e, fs.opt.Name+":curseg_lock", false)
 	b.wpMu = sim.NewMutex(fs.e, fs.opt.Name+":writepages", false)
 	wb, err := writeback.New(fs.e, writeback.Options{
@@ -434,6 +436,9 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 		}
 		pos += chunk
 	}
+	// filemap_read: ra->prev_pos is where the read ended, so that a miss
+	// in that page or the next counts as sequential.
+	f.ra.PrevPos = end
 	return nil
 }
 
@@ -745,11 +750,10 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 	if blk := f.block(idx); blk >= 0 {
 		return blk // overwrite in place
 	}
-	// Goal: the block after the file's previous page, inside its window.
-	if prev := f.block(idx - 1); prev >= 0 && prev+1 < f.winEnd {
-		f.setBlock(idx, prev+1)
-		return prev + 1
-	}
+	// The next free block of the file's window: blocks are handed out in
+	// order, so a file written back in index order is contiguous, and
+	// every block below winNext is taken (the block after the previous
+	// page's may belong to another page, or lie past the window).
 	if f.winNext >= f.winEnd {
 		win := b.opt.AllocWindow / BlockSize
 		start := (fs.next + BlockSize - 1) / BlockSize

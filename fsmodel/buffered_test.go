@@ -260,3 +260,104 @@ func TestWritepagesSkipsRedirtiedPagesUnderWriteback(t *testing.T) {
 	require.NoError(t, s.e.Run(-1))
 	assert.Equal(t, []blockdev.StampRun{{Sector: 0, Sectors: 512, Stamp: blockdev.Stamp{Writer: 1, Seq: 2}}}, data)
 }
+
+// Delayed allocation never gives one block to two pages: a file larger
+// than its allocation window (8 MiB by default) continues in a new window
+// instead of reusing the blocks of the first, also when its pages are
+// written out of order, and the data read back are the data written.
+func TestDelayedAllocNoBlockReuseAcrossWindows(t *testing.T) {
+	for _, name := range []string{"sequential", "out of order"} {
+		t.Run(name, func(t *testing.T) {
+			s := newBufStack(t, AllocDelayed, false, 0, 1<<16)
+			f, err := s.fs.Create("a")
+			require.NoError(t, err)
+			const size = 20 << 20 // 2.5 windows
+			s.e.Go("w", func(tk *sim.Task) {
+				if name == "out of order" {
+					// page 1 before page 0: page 0's goal would be taken
+					require.NoError(t, f.BufferedWrite(tk, 4096, 4096, blockdev.Stamp{Writer: 1, Seq: 1}))
+					require.NoError(t, f.Fsync(tk))
+				}
+				require.NoError(t, f.BufferedWrite(tk, 0, size, blockdev.Stamp{Writer: 1, Seq: 2}))
+				require.NoError(t, f.Fsync(tk))
+			})
+			require.NoError(t, s.e.Run(-1))
+			seen := map[int64]int64{}
+			for _, e := range f.BlockExtents() {
+				for b := e.Physical; b < e.Physical+e.Length; b += BlockSize {
+					if prev, ok := seen[b]; ok {
+						t.Fatalf("device block %d holds file offsets %d and %d", b/BlockSize, prev, e.Logical+b-e.Physical)
+					}
+					seen[b] = e.Logical + b - e.Physical
+				}
+			}
+			assert.Len(t, seen, size/BlockSize)
+			require.Positive(t, f.Invalidate())
+			var data []blockdev.StampRun
+			s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, size, &data)) })
+			require.NoError(t, s.e.Run(-1))
+			assert.Equal(t, []blockdev.StampRun{{Sector: 0, Sectors: size / 512, Stamp: blockdev.Stamp{Writer: 1, Seq: 2}}}, data)
+		})
+	}
+}
+
+// Readahead's io_pages is the queue's max_sectors_kb, not the device's
+// max_hw_sectors_kb (the kernel sets bdi->io_pages from max_sectors, and
+// queue_max_sectors_store resets it when max_sectors_kb is written): a
+// 1 MiB read() with read_ahead_kb 128 on a queue capped at 128 KiB reads
+// ahead in 128 KiB windows, not in windows of the device's 512 KiB.
+func TestReadaheadIOPagesFollowMaxSectorsKB(t *testing.T) {
+	e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8, WakeLatency: 2 * time.Microsecond}})
+	dev := blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: 1 << 30, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
+	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{MaxSectorsKB: 128})
+	require.NoError(t, err)
+	assert.Equal(t, 128, q.MaxSectorsKB())
+	fsys, err := New(e, q, Options{Policy: Ext4{}, Name: "t", Costs: Costs{Syscall: time.Microsecond}})
+	require.NoError(t, err)
+	cache, err := pagecache.New(pagecache.Options{LimitPages: 1 << 14})
+	require.NoError(t, err)
+	require.NoError(t, fsys.EnableBuffered(BufferedOptions{Cache: cache, AvailablePages: 1 << 14, CopyPerPage: time.Microsecond}))
+	t.Cleanup(func() { _ = fsys.Close(); _ = e.Close(); cache.Close() })
+	f, err := fsys.Create("a")
+	require.NoError(t, err)
+	e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	e.Go("r", func(tk *sim.Task) {
+		for off := int64(0); off < 4<<20; off += 1 << 20 {
+			require.NoError(t, f.BufferedRead(tk, off, 1<<20, nil))
+		}
+	})
+	require.NoError(t, e.Run(-1))
+	assert.Equal(t, map[int64]uint64{128 << 10: 32}, q.Stats().QueuedSizes[blockdev.OpRead])
+}
+
+// A sequential buffered reader that does not start at offset 0 gets
+// readahead from its second read on: filemap_read records where each read
+// ended (ra->prev_pos), and ondemand_readahead treats a miss in that page
+// or the next as sequential (initial_readahead). Only the first read is a
+// lone 4 KiB bio.
+func TestReadaheadSequentialFromMidFile(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	s.e.Go("r", func(tk *sim.Task) {
+		for off := int64(2 << 20); off < 3<<20; off += 4096 {
+			require.NoError(t, f.BufferedRead(tk, off, 4096, nil))
+		}
+	})
+	require.NoError(t, s.e.Run(-1))
+	got := s.q.Stats().QueuedSizes[blockdev.OpRead]
+	assert.Equal(t, uint64(1), got[4<<10], "only the first read is a lone page: %v", got)
+	assert.Equal(t, uint64(1), got[16<<10], "initial window of 4 pages: %v", got)
+	assert.GreaterOrEqual(t, got[128<<10], uint64(7), "ramped up to read_ahead_kb: %v", got)
+}

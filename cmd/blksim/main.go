@@ -120,11 +120,14 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
              [--output-format normal|terse|json|json+[,...]] [--terse-version 2|3|4|5] [--minimal]
-             [--output FILE] [--blktrace DIR] [--FIO-OPTION[=VALUE]]... [JOBFILE]
+             [--append-terse] [--output FILE] [--blktrace DIR] [--layout] [--cpuprofile FILE]
+             [--FIO-OPTION[=VALUE]]... [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
       ext4 parallel-DIO experiment, BS=4k). Other --NAME=VALUE options are
       fio job options: with --name=JOB they define jobs as on fio's command
-      line; otherwise they override that option in every job of the file
+      line; otherwise they override that option in every job of the file.
+      --layout prints each file's extents on the device after the results;
+      --cpuprofile writes a Go CPU profile of blksim itself
   blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
              [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]... [--seed N]
              [--output-format normal|json] [--output FILE]

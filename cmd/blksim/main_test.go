@@ -381,3 +381,16 @@ func TestRunDAXStack(t *testing.T) {
 		assert.Contains(t, r.stdout, "xfs:ilock:testfile-W")
 	}
 }
+
+// The usage text names every flag of the run command (a flag left out,
+// such as --layout, could only be found in the source).
+func TestUsageNamesEveryRunFlag(t *testing.T) {
+	var b bytes.Buffer
+	usage(&b)
+	for name := range runFlags {
+		if name == "h" || name == "help" {
+			continue
+		}
+		assert.Contains(t, b.String(), "--"+name, "usage lacks --%s", name)
+	}
+}
