@@ -365,18 +365,61 @@ func (f *File) readPageLocked(t *sim.Task, p *pagecache.Page) error {
 // the file stop there. The stamps read are appended to *data if data is
 // not nil.
 func (f *File) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	return f.bufferedRead(t, &f.ra, off, n, data)
+}
+
+// bufferedRead is the read system call with ra as the open file's
+// readahead state.
+func (f *File) bufferedRead(t *sim.Task, ra *pagecache.RAState, off, n int64, data *[]blockdev.StampRun) error {
 	if f.fs.dax != nil {
 		return f.daxSyscall(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
 	}
 	c := &f.fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
-	return f.ReadIter(t, off, n, data)
+	return f.readIter(t, ra, off, n, data)
 }
 
 // ReadIter is BufferedRead without the syscall's own costs: the
 // filesystem's read_iter, for callers that charge their own syscall.
 func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	return f.readIter(t, &f.ra, off, n, data)
+}
+
+// Handle is an open file description (the kernel's struct file) of a
+// File: it carries the state the kernel keeps per open rather than per
+// inode, the readahead state (file_ra_state). Readers that open one file
+// each get their own Handle, so that one's reads neither grow nor reset
+// another's readahead window. A File's own read methods use the File's
+// built-in Handle state.
+type Handle struct {
+	f  *File
+	ra pagecache.RAState
+}
+
+// OpenHandle opens f: a new Handle whose readahead state is fresh
+// (file_ra_state_init: no window, no previous read).
+func (f *File) OpenHandle() *Handle {
+	return &Handle{f: f, ra: pagecache.NewRAState()}
+}
+
+// File returns the file h is open on.
+func (h *Handle) File() *File { return h.f }
+
+// BufferedRead is File.BufferedRead through h: readahead follows h's
+// reads alone.
+func (h *Handle) BufferedRead(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	return h.f.bufferedRead(t, &h.ra, off, n, data)
+}
+
+// ReadIter is File.ReadIter through h: readahead follows h's reads alone.
+func (h *Handle) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) error {
+	return h.f.readIter(t, &h.ra, off, n, data)
+}
+
+// readIter is the filesystem's read_iter with ra as the open file's
+// readahead state.
+func (f *File) readIter(t *sim.Task, ra *pagecache.RAState, off, n int64, data *[]blockdev.StampRun) error {
 	fs := f.fs
 	if fs.dax != nil {
 		return f.daxIO(t, blockdev.OpRead, off, n, blockdev.Stamp{}, data)
@@ -399,7 +442,7 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 		idx := pos / pagecache.PageSize
 		p := b.cache.Find(f.ino(), idx)
 		if p == nil {
-			w := b.ra.Sync(&f.ra, idx, reqPages).Clamp(filePages)
+			w := b.ra.Sync(ra, idx, reqPages).Clamp(filePages)
 			if w.Count == 0 {
 				w = pagecache.Window{Start: idx, Count: 1, Marker: -1}
 			}
@@ -409,7 +452,7 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 				continue // evicted before we looked: retry
 			}
 		} else if p.IsReadahead() && p.TestClearReadahead() {
-			w := b.ra.Async(&f.ra, idx, reqPages).Clamp(filePages)
+			w := b.ra.Async(ra, idx, reqPages).Clamp(filePages)
 			f.readahead(t, w)
 		}
 		// Wait for the read to finish (the page is locked while in IO).
@@ -438,7 +481,7 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 	}
 	// filemap_read: ra->prev_pos is where the read ended, so that a miss
 	// in that page or the next counts as sequential.
-	f.ra.PrevPos = end
+	ra.PrevPos = end
 	return nil
 }
 

@@ -361,3 +361,38 @@ func TestReadaheadSequentialFromMidFile(t *testing.T) {
 	assert.Equal(t, uint64(1), got[16<<10], "initial window of 4 pages: %v", got)
 	assert.GreaterOrEqual(t, got[128<<10], uint64(7), "ramped up to read_ahead_kb: %v", got)
 }
+
+// Each Handle keeps its own readahead state (file_ra_state is per struct
+// file): two readers of one file, each reading its own half sequentially
+// 4 KiB at a time and taking turns, both ramp up to 128 KiB windows.
+// Through the File's own state they would keep resetting each other's
+// window.
+func TestHandlesReadAheadIndependently(t *testing.T) {
+	const half = 2 << 20
+	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 2*half, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	h := []*Handle{f.OpenHandle(), f.OpenHandle()}
+	require.Same(t, f, h[0].File())
+	s.e.Go("r", func(tk *sim.Task) {
+		for off := int64(0); off < half; off += 4096 {
+			for i, hd := range h {
+				require.NoError(t, hd.BufferedRead(tk, int64(i)*half+off, 4096, nil))
+			}
+		}
+	})
+	require.NoError(t, s.e.Run(-1))
+	got := s.q.Stats().QueuedSizes[blockdev.OpRead]
+	var bytes int64
+	for size, n := range got {
+		bytes += size * int64(n)
+	}
+	assert.Equal(t, int64(2*half), bytes, "each page read once: %v", got)
+	assert.GreaterOrEqual(t, got[128<<10], uint64(28), "both ramp up to 128 KiB windows: %v", got)
+}

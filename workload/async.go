@@ -148,6 +148,7 @@ func (a *aioContext) completed(u *ioUnit) {
 func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
 	start, ok := j.waitToStart(t)
 	if ok {
+		j.invalidate()
 		j.begin(start)
 		a := newAIOContext(j, t, fsys, j.statsFrom)
 		j.quiesce = func() {
@@ -156,6 +157,7 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
 			}
 		}
 		j.loops(t, a.phase)
+		j.endFsync(t)
 		j.failVerify()
 		t.Flush()
 		if t.Now() > j.statsFrom {
@@ -501,7 +503,7 @@ func (a *aioContext) bufferedSubmit(t *sim.Task, u *ioUnit) error {
 			u.cb.Data = u.cb.Data[:0]
 			data = &u.cb.Data
 		}
-		err = f.ReadIter(t, u.off, u.bs, data)
+		err = u.file.reader().ReadIter(t, u.off, u.bs, data)
 	} else {
 		err = f.WriteIter(t, u.off, u.bs, u.stamp)
 	}

@@ -255,7 +255,7 @@ func TestAsyncJobErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, option, msg string
 	}{
-		{"end_fsync", "[j]\nioengine=libaio\niodepth=8\nsize=1m\nend_fsync=1\n", "fsync", "async engine"},
+		{"fdatasync libaio", "[j]\nioengine=libaio\niodepth=8\nsize=1m\nfdatasync=8\n", "fdatasync", "async engine"},
 		{"fsync io_uring", "[j]\nioengine=io_uring\nbuffered=1\nsize=1m\nfsync=4\n", "fsync", "async engine"},
 		{"libaio depth", "[j]\nioengine=libaio\niodepth=65537\ndirect=1\nsize=1m\n", "iodepth", "aio-max-nr"},
 		{"io_uring depth", "[j]\nioengine=io_uring\niodepth=32769\ndirect=1\nsize=1m\n", "iodepth", "ring entries"},
@@ -352,6 +352,78 @@ func TestAsyncBufferedCompletesAtSubmit(t *testing.T) {
 			require.Equal(t, uint64(1024), w.IOs)
 			assert.InDelta(t, w.Lat.Mean(), w.Slat.Mean()+w.Clat.Mean(), 1)
 			assert.Equal(t, int64(1024), st.FS.Writeback().DirtyPages()+int64(st.Queue.Stats().Sectors[1]/8), "every page dirtied or written")
+		})
+	}
+}
+
+// Every fio job opens the file itself, so two jobs reading one file
+// sequentially, each its own half (offset_increment), each have their own
+// readahead state (struct file's file_ra_state): both ramp up to
+// read_ahead_kb (128 KiB) windows, with psync and with libaio alike. With
+// one readahead state between them, each job's reads would look random
+// to the other's and stay 4 KiB.
+func TestSharedFileSequentialReadersEachReadAhead(t *testing.T) {
+	const half = 32 << 20
+	for _, engine := range []string{"psync", "libaio"} {
+		t.Run(engine, func(t *testing.T) {
+			st := newStackWith(t, 1, "pagecache.limit=256m")
+			res := runOn(t, st, fmt.Sprintf(`[w]
+filename=shared
+rw=write
+bs=1m
+size=%d
+direct=0
+end_fsync=1
+
+[r]
+stonewall
+filename=shared
+ioengine=%s
+rw=read
+bs=4k
+size=%d
+offset_increment=%d
+numjobs=2
+direct=0
+`, 2*half, engine, half, half))
+			jobs := allJobs(res)
+			require.Len(t, jobs, 3)
+			for _, j := range jobs {
+				require.Zero(t, j.Error, j.ErrorMsg)
+			}
+			reads := st.Queue.Stats().QueuedSizes[blockdev.OpRead]
+			var bytes, big uint64
+			for size, n := range reads {
+				bytes += uint64(size) * n
+				if size == 128<<10 {
+					big += uint64(size) * n
+				}
+			}
+			assert.Equal(t, uint64(2*half), bytes, "every byte read from the device once: %v", reads)
+			assert.Greater(t, float64(big)/float64(bytes), 0.95, "read in 128 KiB windows: %v", reads)
+		})
+	}
+}
+
+// end_fsync=1 with an asynchronous engine: once the job's IO is done and
+// nothing is in flight, each file is fsynced before the job ends, so the
+// job's run time covers writing its 8 MiB to the device, where without
+// end_fsync the job ends once its writes are in the page cache.
+func TestAsyncEndFsyncWritesEverything(t *testing.T) {
+	const size = 8 << 20
+	for _, engine := range []string{"libaio", "io_uring"} {
+		t.Run(engine, func(t *testing.T) {
+			runtime := map[int]int64{}
+			for _, fsync := range []int{0, 1} {
+				st := newStackWith(t, 1, "pagecache.limit=256m")
+				res := runOn(t, st, fmt.Sprintf("[w]\nioengine=%s\niodepth=8\nrw=write\nbs=64k\nsize=%d\ndirect=0\nend_fsync=%d\n", engine, size, fsync))
+				j := onlyJob(t, res)
+				require.Zero(t, j.Error, j.ErrorMsg)
+				runtime[fsync] = j.Runtime
+			}
+			// 8 MiB at the P3600's write rate take milliseconds; the
+			// copies into the page cache a fraction of that.
+			assert.Greater(t, runtime[1], 2*runtime[0], "run time (ns) with and without end_fsync: %v", runtime)
 		})
 	}
 }

@@ -56,6 +56,25 @@ type jobFile struct {
 	// last IO in flight completes (inflight counts them).
 	open, done bool
 	inflight   int
+	// handle is the job's open file description of file (buffered
+	// reads' readahead state), nil while the file is closed.
+	handle *fsmodel.Handle
+}
+
+// reader returns the job's open file description of f, opening one if
+// it has none: every fio job opens the file itself, so each has its own
+// readahead state, and a file closed and opened again starts afresh.
+func (f *jobFile) reader() *fsmodel.Handle {
+	if f.handle == nil {
+		f.handle = f.file.OpenHandle()
+	}
+	return f.handle
+}
+
+// close marks f closed; its open file description is dropped.
+func (f *jobFile) close() {
+	f.open = false
+	f.handle = nil
 }
 
 // reset starts the file's offsets over (fio's fio_file_reset): the
@@ -335,7 +354,7 @@ func (j *job) fileDone(f *jobFile) {
 // closeIfIdle closes a done file that has no IO in flight.
 func (j *job) closeIfIdle(f *jobFile) {
 	if f.done && f.open && f.inflight == 0 {
-		f.open = false
+		f.close()
 		j.svc.nOpen--
 	}
 }
@@ -365,7 +384,7 @@ func (j *job) resetFiles() {
 		f.reset()
 		f.done = false
 		if f.inflight == 0 {
-			f.open = false
+			f.close()
 		}
 	}
 	j.svc.nDone = 0

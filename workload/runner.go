@@ -313,8 +313,12 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 	switch {
 	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
-	case (s.Fsync > 0 || s.Fdatasync > 0 || s.EndFsync) && !syncEngines[s.IOEngine]:
-		return at("fsync", "fsync with an async engine is not modelled (use psync)")
+	case (s.Fsync > 0 || s.Fdatasync > 0) && !syncEngines[s.IOEngine]:
+		opt := "fsync"
+		if s.Fsync == 0 {
+			opt = "fdatasync"
+		}
+		return at(opt, "%s=N with an async engine is not modelled (use psync; end_fsync=1 is)", opt)
 	case strings.ContainsRune(s.Filename, ':'):
 		return at("filename", "several files per job (colon-separated) are not modelled yet; use nrfiles= with filename_format=")
 	case s.FillDevice && nrFiles(s) > 1:
@@ -789,23 +793,10 @@ func (j *job) begin(now sim.Time) {
 func (j *job) run(t *sim.Task) {
 	start, ok := j.waitToStart(t)
 	if ok {
-		if !j.spec.Direct && j.spec.Invalidate {
-			// fio drops each file's cached pages when it opens it.
-			for _, f := range j.files {
-				f.file.Invalidate()
-			}
-		}
+		j.invalidate()
 		j.begin(start)
 		j.loops(t, j.syncPhase)
-		if j.spec.EndFsync && j.res.Error == 0 {
-			// fio fsyncs every file of the job (backend.c do_io).
-			for _, f := range j.files {
-				if err := f.file.Fsync(t); err != nil {
-					j.fail(err)
-					break
-				}
-			}
-		}
+		j.endFsync(t)
 		j.failVerify()
 		t.Flush()
 		if t.Now() > j.statsFrom {
@@ -813,6 +804,32 @@ func (j *job) run(t *sim.Task) {
 		}
 	}
 	j.end(t)
+}
+
+// invalidate drops the cached pages of a buffered job's files, as fio
+// does when it opens them (invalidate=1, the default): whatever the
+// engine, the job's reads then start from the device.
+func (j *job) invalidate() {
+	if j.spec.Direct || !j.spec.Invalidate {
+		return
+	}
+	for _, f := range j.files {
+		f.file.Invalidate()
+	}
+}
+
+// endFsync fsyncs every file of the job once its IO is done and nothing
+// is in flight (end_fsync=1; backend.c do_io), unless the job failed.
+func (j *job) endFsync(t *sim.Task) {
+	if !j.spec.EndFsync || j.res.Error != 0 {
+		return
+	}
+	for _, f := range j.files {
+		if err := f.file.Fsync(t); err != nil {
+			j.fail(err)
+			return
+		}
+	}
 }
 
 // loops runs the job's loops with phase, the engine's loop over the IOs
@@ -980,7 +997,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			if j.spec.Direct {
 				err = f.file.DirectRead(t, off, io.bs, data)
 			} else {
-				err = f.file.BufferedRead(t, off, io.bs, data)
+				err = f.reader().BufferedRead(t, off, io.bs, data)
 			}
 			if err == nil && f.hist != nil {
 				j.r.integ.checkRead(f.hist, rc, off/blockdev.SectorSize, j.data, &j.res.Integrity)

@@ -548,7 +548,7 @@ func TestRunJobErrors(t *testing.T) {
 		option string
 	}{
 		{"missing size", "[j]\nrw=read\ndirect=1\n", 1, "size"},
-		{"fsync with libaio", "[j]\nsize=64k\nioengine=libaio\nend_fsync=1\n", 1, "fsync"},
+		{"fsync=N with libaio", "[j]\nsize=64k\nioengine=libaio\nfsync=1\n", 1, "fsync"},
 		{"fsync=N with io_uring", "[j]\nsize=64k\ndirect=0\nioengine=io_uring\nfsync=2\n", 1, "fsync"},
 		{"several files", "[j]\nsize=64k\ndirect=1\nfilename=a:b\n", 1, "filename"},
 		{"time_based without runtime", "[j]\nsize=64k\ndirect=1\ntime_based\n", 1, "time_based"},
@@ -557,7 +557,7 @@ func TestRunJobErrors(t *testing.T) {
 		{"size below the write bs sequential", "[j]\nrw=rw\nsize=16k\nbs=4k,64k\ndirect=1\n", 1, "size"},
 		{"bs not sector aligned", "[j]\nsize=64k\nbs=1000\ndirect=1\n", 1, "bs"},
 		{"write bs not sector aligned", "[j]\nrw=randrw\nsize=64k\nbs=4k,1000\ndirect=1\n", 1, "bs"},
-		{"second job", "[ok]\nsize=64k\ndirect=1\n\n# the next one is bad\n[bad]\nsize=64k\nioengine=libaio\nend_fsync=1\n", 6, "fsync"},
+		{"second job", "[ok]\nsize=64k\ndirect=1\n\n# the next one is bad\n[bad]\nsize=64k\nioengine=libaio\nfsync=4\n", 6, "fsync"},
 		{"global options", "[global]\ndirect=1\nrw=randread\n[j]\nsize=1k\n", 4, "size"},
 	}
 	for _, tt := range tests {
