@@ -16,9 +16,9 @@ const (
 	TraceRequeue     TraceAction = 6  // R: a request went back to the queue
 	TraceIssue       TraceAction = 7  // D: a request was issued to the device
 	TraceComplete    TraceAction = 8  // C: a request completed
-	TracePlug        TraceAction = 9  // P: a plug started collecting
+	TracePlug        TraceAction = 9  // P: a request started a plug's batch
 	TraceUnplug      TraceAction = 10 // U: a plug was flushed (Extra: depth)
-	TraceUnplugTimer TraceAction = 11 // UT: a plug was flushed by a timer
+	TraceUnplugTimer TraceAction = 11 // UT: a plug was flushed by its task sleeping
 	TraceInsert      TraceAction = 12 // I: a request was inserted in the scheduler
 	TraceSplit       TraceAction = 13 // X: a bio was split (Extra: new sector)
 )
