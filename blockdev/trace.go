@@ -64,7 +64,8 @@ type TraceEvent struct {
 	Time   sim.Time
 	Action TraceAction
 	Op     Op
-	// Sync marks synchronous IO (direct IO, fsync writeback).
+	// Sync is the IO's REQ_SYNC flag (Bio.Sync): direct-IO writes, fsync
+	// writeback.
 	Sync   bool
 	Sector int64
 	Bytes  int64
