@@ -184,3 +184,23 @@ func TestBlktraceDirErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, st.Size(), int64(3), "a completed run replaces the trace")
 }
+
+// The iostat figures are rates over the run's active time (until the last
+// job ended or the last request completed), as fio's disk statistics are:
+// a buffered write with end_fsync does its IO in a few milliseconds, and
+// the engine's run on to the flusher's next wakeup, 5 s later, must not
+// dilute them (it gave util=0.11% and 6.4 w/s; the trace shows the device
+// busy for most of the run).
+func TestIostatOverActiveTime(t *testing.T) {
+	job := "[w]\nrw=write\nbs=4k\nsize=4m\nioengine=psync\nfilename=f\nend_fsync=1\n"
+	_, res := runTraced(t, job)
+	b := res["blksim"].(map[string]any)
+	dev := b["devices"].([]any)[0].(map[string]any)
+	eng := b["engine"].(map[string]any)
+	require.Greater(t, eng["simulated_seconds"].(float64), 4.0, "the engine runs on to the flusher's wakeup")
+	assert.Greater(t, dev["%util"].(float64), 20.0)
+	ws := dev["w/s"].(float64)
+	writes := float64(res["disk_util"].([]any)[0].(map[string]any)["write_ios"].(float64))
+	assert.Greater(t, ws, 30*writes, "32 writes over a run of about 10 ms")
+	assert.InDelta(t, dev["%util"].(float64), res["disk_util"].([]any)[0].(map[string]any)["util"].(float64), 0.01)
+}
