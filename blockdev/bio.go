@@ -56,7 +56,10 @@ type Bio struct {
 	Submitted sim.Time
 	// Issuer is the task the bio is submitted for (traces, statistics).
 	Issuer Issuer
-	// Sync marks synchronous IO (direct IO, fsync writeback).
+	// Sync is the REQ_SYNC flag: set on direct-IO writes and on
+	// writeback for fsync, and traced as blkparse's "S". Reads are
+	// synchronous whether or not it is set (op_is_sync), and the kernel's
+	// direct and buffered reads do not set it.
 	Sync bool
 	// NoIdle marks a sync write that does not expect another soon: the
 	// kernel's REQ_SYNC without REQ_IDLE (fsync writeback; direct-IO

@@ -6,6 +6,13 @@ import "github.com/blksim/blksim/sim"
 // kernel's blk_plug: the batch is flushed by Finish, when it holds
 // plugFlushCount requests or one of plugFlushBytes or more, and when the
 // task sleeps. Get one from Queue.StartPlug; a Plug is owned by its task.
+//
+// Its trace events are the kernel's: P when a request joins an empty
+// batch (blk_start_plug itself traces nothing, so a plug that only
+// merged bios, or saw none, leaves no P), U with the batch's depth when
+// Finish or a full batch flushes it, and UT when the task's sleep does
+// (blk_flush_plug_list from schedule: trace_block_unplug with explicit
+// false).
 type Plug struct {
 	q      *Queue
 	owner  *sim.Task
@@ -22,14 +29,14 @@ const (
 )
 
 // StartPlug starts batching t's bios (blk_start_plug). The plug flushes
-// itself if t sleeps before Finish.
+// itself if t sleeps before Finish. Nothing is traced until a request
+// joins the batch.
 func (q *Queue) StartPlug(t *sim.Task, iss Issuer) *Plug {
 	p := q.getPlug()
 	p.owner = t
 	p.issuer = iss
 	p.active = true
 	p.prev = t.SetSleepHook(p)
-	q.trace(TracePlug, OpRead, false, 0, 0, iss, 0)
 	return p
 }
 
@@ -50,26 +57,29 @@ func (p *Plug) Submit(b *Bio) {
 }
 
 // add puts a new request in the batch, flushing the batch first when it is
-// full or its last request is large (blk_mq_submit_bio's plug rules).
+// full or its last request is large (blk_mq_submit_bio's plug rules), and
+// traces P when the request starts a batch.
 func (p *Plug) add(r *Request) {
 	if n := len(p.reqs); n >= plugFlushCount || n > 0 && p.reqs[n-1].Bytes >= plugFlushBytes {
-		p.flush()
+		p.flush(TraceUnplug)
+	}
+	if len(p.reqs) == 0 {
 		p.q.trace(TracePlug, OpRead, false, 0, 0, p.issuer, 0)
 	}
 	p.reqs = append(p.reqs, r)
 }
 
-// BeforeSleep flushes the batch: the owner is about to sleep.
-func (p *Plug) BeforeSleep(*sim.Task) { p.flush() }
+// BeforeSleep flushes the batch: the owner is about to sleep (UT).
+func (p *Plug) BeforeSleep(*sim.Task) { p.flush(TraceUnplugTimer) }
 
-// flush inserts the batch into the queue in order (U, then I for each)
-// and runs the queue.
-func (p *Plug) flush() {
+// flush inserts the batch into the queue in order (how, U or UT, then I
+// for each) and runs the queue.
+func (p *Plug) flush(how TraceAction) {
 	if len(p.reqs) == 0 {
 		return
 	}
 	q := p.q
-	q.trace(TraceUnplug, OpRead, false, 0, 0, p.issuer, uint64(len(p.reqs)))
+	q.trace(how, OpRead, false, 0, 0, p.issuer, uint64(len(p.reqs)))
 	for i, r := range p.reqs {
 		p.reqs[i] = nil
 		q.insert(r)
@@ -84,7 +94,7 @@ func (p *Plug) Finish() {
 	if !p.active {
 		panic("blockdev: Finish of a plug that is not active")
 	}
-	p.flush()
+	p.flush(TraceUnplug)
 	p.owner.SetSleepHook(p.prev)
 	p.active = false
 	p.owner, p.prev = nil, nil

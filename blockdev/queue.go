@@ -114,6 +114,7 @@ type Queue struct {
 
 	stats    DiskStats
 	lastTick sim.Time
+	lastDone sim.Time // when the last request completed
 
 	plugs  []*Plug
 	tracer Tracer
@@ -273,6 +274,10 @@ func (q *Queue) Stats() DiskStats {
 	q.tick()
 	return q.stats
 }
+
+// LastCompletion returns the simulated time at which the last request
+// completed, or 0 if none has.
+func (q *Queue) LastCompletion() sim.Time { return q.lastDone }
 
 // CheckAlignment returns an EINVAL error unless offset and length (bytes)
 // are aligned to the device's logical block size, the rule for direct IO.
@@ -550,6 +555,7 @@ func (q *Queue) tick() {
 // CompleteRequest is called by the device when r has finished.
 func (q *Queue) CompleteRequest(r *Request) {
 	q.tick()
+	q.lastDone = q.e.Now()
 	op := r.Op
 	q.stats.IOs[op]++
 	q.stats.Sectors[op] += uint64(r.Sectors())

@@ -142,7 +142,7 @@ func (l *traceLog) Trace(ev *TraceEvent) {
 	case TracePlug:
 		fmt.Fprintf(&l.b, "  %s\n", ev.Comm)
 		return
-	case TraceUnplug:
+	case TraceUnplug, TraceUnplugTimer:
 		fmt.Fprintf(&l.b, "  %s depth=%d\n", ev.Comm, ev.Extra)
 		return
 	}

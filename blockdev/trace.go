@@ -16,9 +16,9 @@ const (
 	TraceRequeue     TraceAction = 6  // R: a request went back to the queue
 	TraceIssue       TraceAction = 7  // D: a request was issued to the device
 	TraceComplete    TraceAction = 8  // C: a request completed
-	TracePlug        TraceAction = 9  // P: a plug started collecting
+	TracePlug        TraceAction = 9  // P: a request started a plug's batch
 	TraceUnplug      TraceAction = 10 // U: a plug was flushed (Extra: depth)
-	TraceUnplugTimer TraceAction = 11 // UT: a plug was flushed by a timer
+	TraceUnplugTimer TraceAction = 11 // UT: a plug was flushed by its task sleeping
 	TraceInsert      TraceAction = 12 // I: a request was inserted in the scheduler
 	TraceSplit       TraceAction = 13 // X: a bio was split (Extra: new sector)
 )
@@ -64,7 +64,8 @@ type TraceEvent struct {
 	Time   sim.Time
 	Action TraceAction
 	Op     Op
-	// Sync marks synchronous IO (direct IO, fsync writeback).
+	// Sync is the IO's REQ_SYNC flag (Bio.Sync): direct-IO writes, fsync
+	// writeback.
 	Sync   bool
 	Sector int64
 	Bytes  int64

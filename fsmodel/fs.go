@@ -349,7 +349,11 @@ func (f *File) submit(t *sim.Task, d *dio, op blockdev.Op, off, n int64, s block
 		plug = f.fs.q.StartPlug(t, IssuerOf(t))
 	}
 	for _, b := range d.bios[:used] {
-		b.Sync = true
+		// REQ_SYNC (and REQ_IDLE) on writes only: fs/direct-io.c and
+		// iomap give direct reads a bare REQ_OP_READ, so blkparse shows
+		// them "R" and direct writes "WS". Reads are synchronous to the
+		// schedulers all the same (op_is_sync).
+		b.Sync = op == blockdev.OpWrite
 		plug.Submit(b)
 	}
 	if own {

@@ -381,3 +381,31 @@ func TestOpen(t *testing.T) {
 	_, err = New(v.e, v.q, Options{})
 	assert.ErrorContains(t, err, "policy")
 }
+
+// queuedFlags records, per direction, the REQ_SYNC flag of every bio the
+// queue traced as queued (Q).
+type queuedFlags map[blockdev.Op][]bool
+
+func (q queuedFlags) Trace(ev *blockdev.TraceEvent) {
+	if ev.Action == blockdev.TraceQueue {
+		q[ev.Op] = append(q[ev.Op], ev.Sync)
+	}
+}
+
+// Direct-IO bios carry REQ_SYNC on writes only, as the kernel builds them
+// (fs/direct-io.c: REQ_OP_WRITE with REQ_SYNC | REQ_IDLE, a bare
+// REQ_OP_READ), so blkparse shows a direct read "R" and a direct write
+// "WS".
+func TestDIOSyncFlagOnWritesOnly(t *testing.T) {
+	v := newEnv(t, Ext4{}, blockdev.MemParams{Latency: 10 * us})
+	got := queuedFlags{}
+	v.q.SetTracer(got)
+	f, err := v.fs.Open("f", MiB)
+	require.NoError(t, err)
+	v.spawn("io", 0, func(tk *sim.Task) {
+		assert.NoError(t, f.DirectWrite(tk, 0, 8*KiB, blockdev.Stamp{Writer: 1, Seq: 1}))
+		assert.NoError(t, f.DirectRead(tk, 0, 8*KiB, nil))
+	})
+	v.run(t)
+	assert.Equal(t, queuedFlags{blockdev.OpWrite: {true}, blockdev.OpRead: {false}}, got)
+}

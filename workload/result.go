@@ -189,6 +189,13 @@ type EngineFigures struct {
 	WallSeconds float64
 	// SimulatedSeconds is the simulated time covered.
 	SimulatedSeconds float64
+	// ActiveSeconds is the simulated time from the start until the last
+	// job ended or, if later, the device's last request completed: the
+	// interval fio's disk statistics (and an iostat around the run) cover.
+	// The engine may run on past it with nothing for them to count: a
+	// device writing back its cache, a scheduler's idle timer, the
+	// flusher's next periodic wakeup.
+	ActiveSeconds float64
 }
 
 // DiskResult is one device's block-layer figures for a run.
@@ -199,7 +206,8 @@ type DiskResult struct {
 	Scheduler string
 	// Stats are the queue's counters at the end of the run.
 	Stats blockdev.DiskStats
-	// Elapsed is the simulated time the counters cover.
+	// Elapsed is the simulated time the counters' rates are over: the
+	// run's active time (EngineFigures.ActiveSeconds).
 	Elapsed time.Duration
 }
 

@@ -99,6 +99,8 @@ type runState struct {
 	opt   RunOptions
 	jobs  []*job
 	start sim.Time
+	// lastEnd is when the last job to end so far ended.
+	lastEnd sim.Time
 	// ended is woken whenever a job ends, for jobs waiting to start.
 	ended sim.WaitQueue
 	// written maps the stamp of every write of a verifying job to where it
@@ -285,7 +287,9 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	for _, j := range r.jobs {
 		res.Integrity.Merge(&j.res.Integrity)
 	}
-	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9}
+	active := max(r.lastEnd, r.fsys.Queue().LastCompletion(), r.start)
+	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9,
+		ActiveSeconds: float64(active-r.start) / 1e9}
 	return res, nil
 }
 

@@ -69,6 +69,7 @@ func (j *job) mayStart() bool {
 // jobs waiting to start.
 func (j *job) end(t *sim.Task) {
 	j.ended = true
+	j.r.lastEnd = max(j.r.lastEnd, t.Now())
 	ct := t.CPUTimes()
 	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}
 	if j.spec.ExitAllOnError && j.res.Error != 0 {

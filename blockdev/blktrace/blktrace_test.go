@@ -223,7 +223,7 @@ func TestProcessNotes(t *testing.T) {
 	assert.Equal(t, []note{{7, "fio", 1}, {0, "swapper/1", 2}}, notes(decodeCPU(t, dir, 1)))
 }
 
-func TestNewRemovesEarlierTrace(t *testing.T) {
+func TestCloseReplacesEarlierTrace(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"sdt.blktrace.0", "sdt.blktrace.5", "sdt.blktrace.x", "sdu.blktrace.0", "sdt.blktrace."} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("old"), 0o644))
@@ -279,7 +279,7 @@ func TestWriterErrors(t *testing.T) {
 		w.Trace(&good) // dropped
 		err = w.Close()
 		assert.ErrorIs(t, err, blktrace.ErrEvent)
-		assert.Len(t, decodeCPU(t, dir, 0), 2, "what came before the error is flushed: note and one Q")
+		assert.Empty(t, dirNames(t, dir), "no half-written trace is left")
 	}
 
 	w, err := blktrace.New(t.TempDir(), "sdt", 0)
@@ -293,14 +293,76 @@ func TestWriterErrors(t *testing.T) {
 
 func TestWriterFileError(t *testing.T) {
 	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sdt.blktrace.0"), []byte("old"), 0o644))
 	w, err := blktrace.New(dir, "sdt", 0)
 	require.NoError(t, err)
-	// A directory where CPU 1's file would go makes its creation fail.
+	// A directory where CPU 1's file must go makes Close fail; the earlier
+	// trace stays and the temporary files go.
 	require.NoError(t, os.Mkdir(w.Path(1), 0o755))
 	e := ev(0, blockdev.TraceQueue, R, 0, 4096, 1, "a", 1)
 	w.Trace(&e)
-	assert.Error(t, w.Err())
 	assert.Error(t, w.Close())
+	assert.Equal(t, []string{"sdt.blktrace.0", "sdt.blktrace.1"}, dirNames(t, dir))
+	old, err := os.ReadFile(filepath.Join(dir, "sdt.blktrace.0"))
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(old))
+}
+
+// dirNames lists the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// A run that fails before its trace is closed (Abort), or whose trace
+// cannot be written, leaves the directory as it was: the earlier trace
+// intact, nothing half-written, no temporary files.
+func TestAbortKeepsEarlierTrace(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sdt.blktrace.0"), []byte("old"), 0o644))
+	w, err := blktrace.New(dir, "sdt", 0)
+	require.NoError(t, err)
+	e := ev(0, blockdev.TraceQueue, R, 0, 4096, 1, "a", 2)
+	w.Trace(&e)
+	require.NoError(t, w.Err())
+	assert.NoFileExists(t, w.Path(2), "records stay in temporary files until Close")
+	w.Abort()
+	w.Abort() // a no-op, as after Close
+	assert.ErrorIs(t, w.Close(), blktrace.ErrClosed)
+	assert.Equal(t, []string{"sdt.blktrace.0"}, dirNames(t, dir))
+	old, err := os.ReadFile(filepath.Join(dir, "sdt.blktrace.0"))
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(old))
+
+	bad := ev(1, blockdev.TraceQueue, R, -8, 4096, 1, "a", 0)
+	w, err = blktrace.New(dir, "sdt", 0)
+	require.NoError(t, err)
+	w.Trace(&bad)
+	assert.ErrorIs(t, w.Close(), blktrace.ErrEvent)
+	assert.Equal(t, []string{"sdt.blktrace.0"}, dirNames(t, dir))
+}
+
+// New fails at once on a directory it cannot write into, rather than
+// after the run at the first event.
+func TestNewUnwritableDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(dir, 0o555))
+	if os.Geteuid() == 0 {
+		// Root writes through the mode bits; sysfs refuses it files.
+		dir = "/sys/kernel"
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Skip("running as root and no /sys/kernel")
+		}
+	}
+	_, err := blktrace.New(dir, "sdt", 0)
+	assert.Error(t, err)
+	assert.NoFileExists(t, filepath.Join(dir, "sdt.blktrace.0"))
 }
 
 // TestTraceAllocs checks that tracing allocates nothing once every CPU's

@@ -37,10 +37,15 @@ var (
 // named <device>.blktrace.<cpu>, each a sequence of blk_io_trace records in
 // time order. It implements blockdev.Tracer.
 //
-// Files are created when their CPU first traces an event; Close creates
-// the missing ones (empty) so that the files are numbered contiguously
-// from 0, because blkparse -i <device> reads .0, .1, ... up to the first
-// missing number.
+// Records go to hidden temporary files in the directory (CPU 0's is
+// created by New, the others when their CPU first traces an event), and
+// only a successful Close puts them in place: it removes the files of an
+// earlier trace of the same name, renames the temporary files to
+// <device>.blktrace.<cpu> and creates the missing ones (empty) so that the
+// files are numbered contiguously from 0, because blkparse -i <device>
+// reads .0, .1, ... up to the first missing number. A Close that fails, or
+// Abort, removes the temporary files instead: the directory is left as it
+// was, with any earlier trace intact and no half-written one.
 //
 // Trace cannot return an error: the first error (an unwritable file, an
 // event the format cannot carry) is kept, later events are dropped, and Err
@@ -57,7 +62,8 @@ type Writer struct {
 	closed bool
 }
 
-// cpuFile is one CPU's trace file and the state the kernel keeps per CPU.
+// cpuFile is one CPU's trace file (a temporary file until Close) and the
+// state the kernel keeps per CPU.
 type cpuFile struct {
 	f   *os.File
 	w   *bufio.Writer
@@ -71,9 +77,9 @@ type cpuFile struct {
 // New returns a Writer for the device named device with device number dev
 // (see Dev), writing into dir, which is created if missing. A '/' in the
 // name becomes '_' as the kernel does (blktrace_setup), so that the name
-// is one file name; an empty name is an error. Files of an earlier trace
-// of the same name in dir (<device>.blktrace.<n>) are removed, so blkparse
-// does not read them as CPUs of this trace.
+// is one file name; an empty name is an error. New creates CPU 0's
+// temporary file, so a directory that cannot be written is an error here,
+// before anything is traced; it changes no existing file.
 func New(dir, device string, dev uint32) (*Writer, error) {
 	if device == "" {
 		return nil, fmt.Errorf("blktrace: empty device name")
@@ -82,24 +88,15 @@ func New(dir, device string, dev uint32) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blktrace: %w", err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("blktrace: %w", err)
+	w := &Writer{dir: dir, name: name, dev: dev}
+	if _, err := w.cpu(0); err != nil {
+		return nil, err
 	}
-	prefix := name + ".blktrace."
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-			return nil, fmt.Errorf("blktrace: removing an earlier trace: %w", err)
-		}
-	}
-	return &Writer{dir: dir, name: name, dev: dev}, nil
+	return w, nil
 }
 
-// Path returns the name of the file holding cpu's records.
+// Path returns the name of the file that holds cpu's records once Close
+// has succeeded.
 func (w *Writer) Path(cpu int) string {
 	return filepath.Join(w.dir, w.name+".blktrace."+strconv.Itoa(cpu))
 }
@@ -213,12 +210,19 @@ func (w *Writer) note(cf *cpuFile, ev *blockdev.TraceEvent, comm string) error {
 	return nil
 }
 
-// cpu returns cpu's file, creating it on first use.
+// cpu returns cpu's file, creating its temporary file on first use.
 func (w *Writer) cpu(cpu int) (*cpuFile, error) {
 	if cpu < len(w.cpus) && w.cpus[cpu] != nil {
 		return w.cpus[cpu], nil
 	}
-	f, err := os.Create(w.Path(cpu))
+	f, err := os.CreateTemp(w.dir, "."+w.name+".blktrace."+strconv.Itoa(cpu)+".*.tmp")
+	if err == nil {
+		// The mode blktrace gives its files (CreateTemp's is 0600).
+		if err = f.Chmod(0o644); err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("blktrace: %w", err)
 	}
@@ -238,11 +242,14 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Close flushes and closes every file, then creates empty files for the
-// CPUs below the highest one seen that traced nothing (CPU 0 at least), so
-// that blkparse finds them all. It returns the first error Trace met,
-// joined with any error of its own; the files written so far are flushed
-// even then. Calls after the first return ErrClosed.
+// Close flushes and closes every file and, if neither Trace nor Close met
+// an error, puts the trace in place: the files of an earlier trace of the
+// same name in dir (<device>.blktrace.<n>) are removed, the temporary files
+// are renamed to their Path, and empty files are created for the CPUs below
+// the highest one seen that traced nothing, so that blkparse finds them
+// all. On an error it removes the temporary files, leaves dir as it was and
+// returns the first error Trace met joined with those of its own. Calls
+// after the first (or after Abort) return ErrClosed.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -251,20 +258,8 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	errs := []error{w.err}
-	n := max(len(w.cpus), 1)
-	for cpu := range n {
-		var cf *cpuFile
-		if cpu < len(w.cpus) {
-			cf = w.cpus[cpu]
-		}
+	for _, cf := range w.cpus {
 		if cf == nil {
-			f, err := os.Create(w.Path(cpu))
-			if err == nil {
-				err = f.Close()
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("blktrace: %w", err))
-			}
 			continue
 		}
 		if err := cf.w.Flush(); err != nil {
@@ -274,8 +269,86 @@ func (w *Writer) Close() error {
 			errs = append(errs, fmt.Errorf("blktrace: %w", err))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		w.removeTemps()
+		return err
+	}
+	if err := w.install(); err != nil {
+		w.removeTemps()
+		return err
+	}
 	w.cpus = nil
-	return errors.Join(errs...)
+	return nil
+}
+
+// install replaces an earlier trace in dir with the temporary files. It
+// checks first that no directory stands where a file must go, so that the
+// earlier trace is not removed for a rename that would fail.
+func (w *Writer) install() error {
+	for cpu := range w.cpus {
+		if fi, err := os.Lstat(w.Path(cpu)); err == nil && fi.IsDir() {
+			return fmt.Errorf("blktrace: %s is a directory", w.Path(cpu))
+		}
+	}
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return fmt.Errorf("blktrace: %w", err)
+	}
+	prefix := w.name + ".blktrace."
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || e.IsDir() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil {
+			return fmt.Errorf("blktrace: removing an earlier trace: %w", err)
+		}
+	}
+	for cpu, cf := range w.cpus {
+		if cf == nil {
+			f, err := os.Create(w.Path(cpu))
+			if err == nil {
+				err = f.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("blktrace: %w", err)
+			}
+			continue
+		}
+		if err := os.Rename(cf.f.Name(), w.Path(cpu)); err != nil {
+			return fmt.Errorf("blktrace: %w", err)
+		}
+		w.cpus[cpu] = nil
+	}
+	return nil
+}
+
+// removeTemps removes the temporary files not yet renamed into place.
+func (w *Writer) removeTemps() {
+	for _, cf := range w.cpus {
+		if cf != nil {
+			_ = os.Remove(cf.f.Name())
+		}
+	}
+	w.cpus = nil
+}
+
+// Abort ends the Writer without a trace: it closes and removes the
+// temporary files, leaving dir as New found it. It is a no-op after Close
+// or Abort, so it can be deferred on a run's error paths.
+func (w *Writer) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	for _, cf := range w.cpus {
+		if cf != nil {
+			_ = cf.f.Close()
+		}
+	}
+	w.removeTemps()
 }
 
 var _ blockdev.Tracer = (*Writer)(nil)

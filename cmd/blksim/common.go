@@ -161,7 +161,7 @@ func addStackFigures(st *stack.Stack, res *workload.Result) {
 	res.Locks = st.Engine.LockStats()
 	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
 	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
-		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.SimulatedSeconds * 1e9)}}
+		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.ActiveSeconds * 1e9)}}
 }
 
 // failedJob returns an error naming the first job of res that ended with

@@ -292,6 +292,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		if err != nil {
 			return bad("run: --blktrace: %v", err)
 		}
+		// A run that fails before the trace is closed leaves the
+		// directory as it was (Abort is a no-op after Close).
+		defer tracer.Abort()
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
