@@ -88,7 +88,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 	unknownOpt := writeFile(t, "unknown.fio", "[global]\nsize=1m\n\n[j]\ndirect=1\nfrobnicate=3\n")
 	badValue := writeFile(t, "badvalue.fio", "[j]\nsize=1m\nbs=huge\n")
 	noJobs := writeFile(t, "empty.fio", "; nothing\n[global]\nsize=1m\n")
-	buffered := writeFile(t, "buffered.fio", "[j]\nsize=1m\nbs=4k\nrw=read\nioengine=libaio\nend_fsync=1\n")
+	buffered := writeFile(t, "buffered.fio", "[j]\nsize=1m\nbs=4k\nrw=read\nioengine=libaio\nfsync=4\n")
 	noBS := filepath.Join(experimentsDir, "ext4-dio.fio")
 	badStack := writeFile(t, "bad.toml", "fs = \"ext4\"\n[ext4]\niomap_dio = = true\n")
 	unknownKeyStack := writeFile(t, "unknown.toml", "fs = \"ext4\"\n\n[host]\ncpu = 4\n")
