@@ -25,12 +25,15 @@ var lockColumns = [...]string{
 // writes nothing if there is no such row, and returns the first error from
 // w.
 //
-// The class name is the lock's Name, suffixed "-R" and "-W" for an rwsem's
-// shared and exclusive modes; a mutex or semaphore row has no suffix (a
-// shared-mode row of a lock that is not an rwsem would get "-R"). Times are
-// simulated microseconds with two decimals: waittime-avg is the total wait
-// over contentions (0.00 if none), holdtime-avg the total hold over
-// acquisitions, waittime-min the smallest non-zero wait. A wait ends when
+// As in /proc/lock_stat, a lock's exclusive row comes before its shared
+// row; the class name is the lock's Name, suffixed "-W" and "-R" when the
+// lock has both rows, the shared row "-R" also alone, and an exclusive
+// row of a lock never taken shared (a mutex, or an rwsem only written)
+// has no suffix. Times are simulated microseconds with two decimals,
+// rounded as the kernel displays them (half up at 10 ns): waittime-avg is
+// the total wait over contentions in whole nanoseconds (0.00 if none),
+// holdtime-avg the total hold over acquisitions, waittime-min the
+// smallest non-zero wait. A wait ends when
 // the waiter has run its handoff (wake-to-run latency, context switch,
 // cache-line transfer), so those costs are wait time, not hold time.
 // acq-bounces counts acquisitions on a CPU other than the previous
@@ -64,9 +67,9 @@ func writeLockTable(b *bufio.Writer, locks []sim.LockStats) {
 		modes := []struct {
 			suffix string
 			m      *sim.LockModeStats
-		}{{"-R", &l.Read}, {"-W", &l.Write}}
-		if l.Kind != "rwsem" {
-			modes[1].suffix = ""
+		}{{"-W", &l.Write}, {"-R", &l.Read}}
+		if l.Read.Acquisitions == 0 {
+			modes[0].suffix = ""
 		}
 		for _, md := range modes {
 			if md.m.Acquisitions == 0 {
@@ -145,5 +148,7 @@ func writeLockLine(b *bufio.Writer, cells []string, widths []int) {
 
 // usec formats a simulated duration in microseconds with two decimals.
 func usec(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/1e3, 'f', 2, 64)
+	// lockdep's snprint_time: add 5 ns, then cut to 10 ns.
+	ns := int64(d) + 5
+	return fmt.Sprintf("%d.%02d", ns/1000, ns%1000/10)
 }

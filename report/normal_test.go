@@ -145,12 +145,14 @@ func TestWriteLockStat(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	// Title, header, rule, then rows: rwsem modes suffixed, mutex and
-	// semaphore not; handoffs on the lock's first row only.
+	// Title, header, rule, then rows as /proc/lock_stat orders and names
+	// them: an rwsem's -W row before its -R row, a lock only ever taken
+	// shared "-R", mutex and semaphore rows unsuffixed; handoffs on the
+	// lock's first row only.
 	if len(lines) != 3+5 {
 		t.Fatalf("got %d lines:\n%s", len(lines), b.String())
 	}
-	names := []string{"blk:tags:nvme0n1 ", "ext4:i_rwsem:file0-R ", "ext4:i_rwsem:file0-W ", "fs:s_umount-R ", "jbd2:j_state_lock "}
+	names := []string{"blk:tags:nvme0n1 ", "ext4:i_rwsem:file0-W ", "ext4:i_rwsem:file0-R ", "fs:s_umount-R ", "jbd2:j_state_lock "}
 	for i, n := range names {
 		if !strings.HasPrefix(lines[3+i], n) {
 			t.Errorf("row %d = %q, want name %q", i, lines[3+i], n)
@@ -161,15 +163,32 @@ func TestWriteLockStat(t *testing.T) {
 			t.Errorf("line %q is not as wide as the header", l)
 		}
 	}
-	r := strings.Fields(lines[4]) // ext4:i_rwsem:file0-R
+	r := strings.Fields(lines[5]) // ext4:i_rwsem:file0-R
 	want := []string{"ext4:i_rwsem:file0-R", "0", "4100", "0.80", "12000.00", "3900000.00", "951.22",
-		"0", "79000", "60.00", "28000.00", "190000000.00", "2405.06", "0", "17"}
+		"0", "79000", "60.00", "28000.00", "190000000.00", "2405.06", "0", "-"}
 	if strings.Join(r, " ") != strings.Join(want, " ") {
 		t.Errorf("row\n got %v\nwant %v", r, want)
 	}
-	if f := strings.Fields(lines[5]); f[len(f)-1] != "-" || f[len(f)-2] != "310" || f[1] != "9700" || f[7] != "20100" {
-		t.Errorf("second row of a lock: %v", f)
+	if f := strings.Fields(lines[4]); f[len(f)-1] != "17" || f[len(f)-2] != "310" || f[1] != "9700" || f[7] != "20100" {
+		t.Errorf("first row of a lock: %v", f)
 	}
+}
+
+// An rwsem taken only exclusive prints one row without a suffix, as
+// /proc/lock_stat does for a class with no read acquisitions; times are
+// rounded half up at 10 ns (lockdep's snprint_time), and the average is
+// the total over the count in whole nanoseconds.
+func TestWriteLockStatWriteOnlyAndRounding(t *testing.T) {
+	var b strings.Builder
+	locks := []sim.LockStats{{Name: "xfs:i_rwsem:f", Kind: "rwsem", Write: sim.LockModeStats{
+		Acquisitions: 3, Contentions: 2, WaitMin: 434574, WaitMax: 434575, WaitTotal: 869149,
+		HoldMin: 5, HoldMax: 4, HoldTotal: 14,
+	}}}
+	require.NoError(t, WriteLockStat(&b, locks))
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	require.Len(t, lines, 4, b.String())
+	assert.Equal(t, []string{"xfs:i_rwsem:f", "0", "2", "434.57", "434.58", "869.15", "434.57",
+		"0", "3", "0.01", "0.00", "0.01", "0.00", "0", "0"}, strings.Fields(lines[3]))
 }
 
 func TestWriteCPUUtil(t *testing.T) {
