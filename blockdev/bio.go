@@ -65,6 +65,10 @@ type Bio struct {
 	// kernel's REQ_SYNC without REQ_IDLE (fsync writeback; direct-IO
 	// writes carry both). cfq does not idle for a queue after one.
 	NoIdle bool
+	// Rahead is the REQ_RAHEAD flag: the read is readahead, which the
+	// caller could do without (blkparse's "A"). It changes no scheduling
+	// or merging here.
+	Rahead bool
 
 	parent    *Bio
 	remaining int
@@ -97,11 +101,12 @@ type Request struct {
 	Queued  sim.Time
 	Started sim.Time
 	Err     error
-	// Issuer is the task of the request's first bio; Sync and NoIdle as
-	// its first bio's.
+	// Issuer is the task of the request's first bio; Sync, NoIdle and
+	// Rahead as its first bio's.
 	Issuer Issuer
 	Sync   bool
 	NoIdle bool
+	Rahead bool
 
 	segs     int       // scatter-gather segments of its bios
 	noMerge  bool      // holds a split-off piece: never merged into

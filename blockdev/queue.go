@@ -337,7 +337,7 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.remaining = int((b.Bytes + limit - 1) / limit)
 	for off := int64(0); off < b.Bytes; off += limit {
 		p := q.newBio()
-		p.Op, p.Stamp, p.CollectData, p.Sync, p.NoIdle = b.Op, b.Stamp, b.CollectData, b.Sync, b.NoIdle
+		p.Op, p.Stamp, p.CollectData, p.Sync, p.NoIdle, p.Rahead = b.Op, b.Stamp, b.CollectData, b.Sync, b.NoIdle, b.Rahead
 		p.Issuer = b.Issuer
 		p.Sector = b.Sector + off/SectorSize
 		p.Bytes = min(limit, b.Bytes-off)
@@ -403,7 +403,7 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 	r := q.newRequest()
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.NoIdle, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, bioSegments(b), b.noMerge
+	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, b.Rahead, bioSegments(b), b.noMerge
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
 	q.stats.InFlight++
@@ -567,7 +567,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 		if r.Err != nil {
 			errno = int(syscall.EIO)
 		}
-		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Sector: r.Sector, Bytes: r.Bytes,
+		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Sector: r.Sector, Bytes: r.Bytes,
 			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
 		q.tracer.Trace(&q.tev)
 	}
@@ -667,23 +667,23 @@ func (q *Queue) SetTracer(t Tracer) { q.tracer = t }
 // traceBio reports an event about a bio.
 func (q *Queue) traceBio(a TraceAction, b *Bio, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, b.Op, b.Sync, b.Sector, b.Bytes, b.Issuer, extra)
+		q.trace(a, b.Op, b.Sync, b.Rahead, b.Sector, b.Bytes, b.Issuer, extra)
 	}
 }
 
 // traceReq reports an event about a request.
 func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, r.Op, r.Sync, r.Sector, r.Bytes, r.Issuer, extra)
+		q.trace(a, r.Op, r.Sync, r.Rahead, r.Sector, r.Bytes, r.Issuer, extra)
 	}
 }
 
 // trace reports one event if a tracer is set.
-func (q *Queue) trace(a TraceAction, op Op, sync bool, sector, bytes int64, iss Issuer, extra uint64) {
+func (q *Queue) trace(a TraceAction, op Op, sync, rahead bool, sector, bytes int64, iss Issuer, extra uint64) {
 	if q.tracer == nil {
 		return
 	}
-	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Sector: sector, Bytes: bytes,
+	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Rahead: rahead, Sector: sector, Bytes: bytes,
 		PID: iss.PID, Comm: iss.Comm, CPU: iss.CPU, Extra: extra}
 	q.tracer.Trace(&q.tev)
 }

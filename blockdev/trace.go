@@ -66,7 +66,9 @@ type TraceEvent struct {
 	Op     Op
 	// Sync is the IO's REQ_SYNC flag (Bio.Sync): direct-IO writes, fsync
 	// writeback.
-	Sync   bool
+	Sync bool
+	// Rahead is the IO's REQ_RAHEAD flag (Bio.Rahead): readahead.
+	Rahead bool
 	Sector int64
 	Bytes  int64
 	PID    uint32

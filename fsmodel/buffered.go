@@ -524,6 +524,7 @@ func (f *File) readahead(t *sim.Task, w pagecache.Window) {
 		}
 		if pb == nil {
 			pb = b.newPageBio(blockdev.OpRead)
+			pb.bio.Rahead = true // mpage_readahead's REQ_RAHEAD
 		}
 		pb.add(p, blk)
 	}

@@ -396,3 +396,36 @@ func TestHandlesReadAheadIndependently(t *testing.T) {
 	assert.Equal(t, int64(2*half), bytes, "each page read once: %v", got)
 	assert.GreaterOrEqual(t, got[128<<10], uint64(28), "both ramp up to 128 KiB windows: %v", got)
 }
+
+// queuedRahead records, per direction, the REQ_RAHEAD flag of every bio
+// the queue traced as queued (Q).
+type queuedRahead map[blockdev.Op][]bool
+
+func (q queuedRahead) Trace(ev *blockdev.TraceEvent) {
+	if ev.Action == blockdev.TraceQueue {
+		q[ev.Op] = append(q[ev.Op], ev.Rahead)
+	}
+}
+
+// Buffered reads go to the device as readahead bios (mpage_readahead's
+// REQ_RAHEAD, blkparse's "RA"), the page the reader waits for included;
+// writeback bios do not carry the flag.
+func TestReadaheadBiosCarryRahead(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
+	got := queuedRahead{}
+	s.q.SetTracer(got)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 256<<10, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 256<<10, nil)) })
+	require.NoError(t, s.e.Run(-1))
+	require.NotEmpty(t, got[blockdev.OpRead])
+	require.NotEmpty(t, got[blockdev.OpWrite])
+	assert.NotContains(t, got[blockdev.OpRead], false, "every read bio is readahead")
+	assert.NotContains(t, got[blockdev.OpWrite], true, "no writeback bio is readahead")
+}

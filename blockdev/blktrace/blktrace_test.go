@@ -28,29 +28,33 @@ const (
 // written out from the BLK_TC_* bits of blktrace_api.h.
 func TestActionWord(t *testing.T) {
 	for _, tc := range []struct {
-		a    blockdev.TraceAction
-		op   blockdev.Op
-		sync bool
-		want uint32
+		a            blockdev.TraceAction
+		op           blockdev.Op
+		sync, rahead bool
+		want         uint32
 	}{
-		{blockdev.TraceQueue, R, false, 0x0011_0001},       // QUEUE|READ
-		{blockdev.TraceQueue, W, true, 0x001a_0001},        // QUEUE|WRITE|SYNC
-		{blockdev.TraceBackMerge, W, false, 0x0012_0002},   // QUEUE|WRITE
-		{blockdev.TraceFrontMerge, R, true, 0x0019_0003},   // QUEUE|READ|SYNC
-		{blockdev.TraceGetRequest, R, false, 0x0011_0004},  // QUEUE|READ
-		{blockdev.TraceSleep, W, false, 0x0012_0005},       // QUEUE|WRITE
-		{blockdev.TraceRequeue, R, false, 0x0121_0006},     // REQUEUE|FS|READ
-		{blockdev.TraceIssue, W, true, 0x014a_0007},        // ISSUE|FS|WRITE|SYNC
-		{blockdev.TraceComplete, R, false, 0x0181_0008},    // COMPLETE|FS|READ
-		{blockdev.TracePlug, W, true, 0x0011_0009},         // QUEUE|READ: traced with opf 0
-		{blockdev.TraceUnplug, W, true, 0x0011_000a},       // QUEUE|READ
-		{blockdev.TraceUnplugTimer, R, false, 0x0011_000b}, // QUEUE|READ
-		{blockdev.TraceInsert, W, false, 0x0112_000c},      // QUEUE|FS|WRITE
-		{blockdev.TraceSplit, W, true, 0x000a_000d},        // no category: WRITE|SYNC
-		{blockdev.TraceSplit, R, false, 0x0001_000d},       // READ
+		{blockdev.TraceQueue, R, false, false, 0x0011_0001},       // QUEUE|READ
+		{blockdev.TraceQueue, W, true, false, 0x001a_0001},        // QUEUE|WRITE|SYNC
+		{blockdev.TraceBackMerge, W, false, false, 0x0012_0002},   // QUEUE|WRITE
+		{blockdev.TraceFrontMerge, R, true, false, 0x0019_0003},   // QUEUE|READ|SYNC
+		{blockdev.TraceGetRequest, R, false, false, 0x0011_0004},  // QUEUE|READ
+		{blockdev.TraceSleep, W, false, false, 0x0012_0005},       // QUEUE|WRITE
+		{blockdev.TraceRequeue, R, false, false, 0x0121_0006},     // REQUEUE|FS|READ
+		{blockdev.TraceIssue, W, true, false, 0x014a_0007},        // ISSUE|FS|WRITE|SYNC
+		{blockdev.TraceComplete, R, false, false, 0x0181_0008},    // COMPLETE|FS|READ
+		{blockdev.TracePlug, W, true, false, 0x0011_0009},         // QUEUE|READ: traced with opf 0
+		{blockdev.TraceUnplug, W, true, false, 0x0011_000a},       // QUEUE|READ
+		{blockdev.TraceUnplugTimer, R, false, false, 0x0011_000b}, // QUEUE|READ
+		{blockdev.TraceInsert, W, false, false, 0x0112_000c},      // QUEUE|FS|WRITE
+		{blockdev.TraceSplit, W, true, false, 0x000a_000d},        // no category: WRITE|SYNC
+		{blockdev.TraceSplit, R, false, false, 0x0001_000d},       // READ
+		{blockdev.TraceQueue, R, false, true, 0x0811_0001},        // QUEUE|READ|AHEAD: readahead
+		{blockdev.TraceComplete, R, false, true, 0x0981_0008},     // COMPLETE|FS|READ|AHEAD
+		{blockdev.TraceUnplug, R, false, true, 0x0011_000a},       // QUEUE|READ: no IO, no flags
 	} {
 		t.Run(tc.a.Letter(), func(t *testing.T) {
-			assert.Equal(t, tc.want, blktrace.ActionWord(tc.a, tc.op, tc.sync), "%#08x", blktrace.ActionWord(tc.a, tc.op, tc.sync))
+			got := blktrace.ActionWord(tc.a, tc.op, tc.sync, tc.rahead)
+			assert.Equal(t, tc.want, got, "%#08x", got)
 		})
 	}
 	assert.Equal(t, uint32(0x0400_0000), blktrace.ProcessNote)
@@ -459,7 +463,7 @@ func TestDecodeOtherEndian(t *testing.T) {
 }
 
 func TestRecordAccessors(t *testing.T) {
-	r := blktrace.Record{Action: blktrace.ActionWord(blockdev.TraceComplete, W, true), PDU: []byte("x")}
+	r := blktrace.Record{Action: blktrace.ActionWord(blockdev.TraceComplete, W, true, false), PDU: []byte("x")}
 	assert.False(t, r.IsNote())
 	assert.Equal(t, "", r.Comm(), "not a process note")
 	_, ok := r.PDUInt()

@@ -84,18 +84,19 @@ func Dev(major, minor uint32) uint32 {
 }
 
 // ActionWord returns the action field the kernel writes for action a on an
-// IO with direction op and the sync flag: the __BLK_TA_* number in the low
-// 16 bits and, above them, the categories that __blk_add_trace and its
-// callers in kernel/trace/blktrace.c add:
+// IO with direction op and the REQ_SYNC and REQ_RAHEAD flags: the
+// __BLK_TA_* number in the low 16 bits and, above them, the categories
+// that __blk_add_trace and its callers in kernel/trace/blktrace.c add:
 //
-//   - READ or WRITE from the direction, and SYNC for synchronous IO;
+//   - READ or WRITE from the direction, SYNC for REQ_SYNC and AHEAD for
+//     readahead (REQ_RAHEAD);
 //   - QUEUE for Q, M, F, G, S, I, P, U and UT; REQUEUE for R; ISSUE for D;
 //     COMPLETE for C; nothing for X (BLK_TA_SPLIT has no category);
 //   - FS for the request events I, D, C and R (blk_add_trace_rq), not for
 //     the bio events Q, M, F, G, S and X;
 //   - P, U and UT are traced without an IO (opf 0), so they carry READ and
-//     never WRITE or SYNC, whatever op and sync say.
-func ActionWord(a blockdev.TraceAction, op blockdev.Op, sync bool) uint32 {
+//     never WRITE, SYNC or AHEAD, whatever op and the flags say.
+func ActionWord(a blockdev.TraceAction, op blockdev.Op, sync, rahead bool) uint32 {
 	var cat uint32
 	switch a {
 	case blockdev.TraceQueue, blockdev.TraceBackMerge, blockdev.TraceFrontMerge,
@@ -121,6 +122,9 @@ func ActionWord(a blockdev.TraceAction, op blockdev.Op, sync bool) uint32 {
 	}
 	if sync {
 		cat |= CatSync
+	}
+	if rahead {
+		cat |= CatAhead
 	}
 	return uint32(a) | cat<<CategoryShift
 }

@@ -154,7 +154,7 @@ func (w *Writer) trace(ev *blockdev.TraceEvent) error {
 		Time:     uint64(ev.Time),
 		Sector:   uint64(ev.Sector),
 		Bytes:    uint32(ev.Bytes),
-		Action:   ActionWord(ev.Action, ev.Op, ev.Sync),
+		Action:   ActionWord(ev.Action, ev.Op, ev.Sync, ev.Rahead),
 		PID:      ev.PID,
 		Device:   w.dev,
 		CPU:      uint32(ev.CPU),
