@@ -19,7 +19,7 @@ const BlockSize = 4096
 // Errors of the filesystem layer; they match kernel errnos with errors.Is.
 var (
 	// ErrNoSpace means the device has no room for a file (ENOSPC).
-	ErrNoSpace = fmt.Errorf("fsmodel: no space left on device: %w", syscall.ENOSPC)
+	ErrNoSpace = fmt.Errorf("fsmodel: %w", syscall.ENOSPC)
 	// ErrBeyondEOF is an IO that ends beyond a preallocated file (EINVAL
 	// in this model, which does not extend files on direct IO).
 	ErrBeyondEOF = fmt.Errorf("fsmodel: IO beyond end of file: %w", syscall.EINVAL)

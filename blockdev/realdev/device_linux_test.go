@@ -225,9 +225,11 @@ func TestMountedDeviceRefused(t *testing.T) {
 	}
 }
 
-// TestLoopDevice runs the write/read round trip on a loop device (root
-// only).
-func TestLoopDevice(t *testing.T) {
+// newLoop attaches a loop device (direct IO on) to an 8 MiB image whose
+// contents are img (zeros if nil) and returns its path; the test skips
+// when it cannot (not root, no losetup, no loop devices).
+func newLoop(t *testing.T, img []byte) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("loop devices need root")
 	}
@@ -235,13 +237,42 @@ func TestLoopDevice(t *testing.T) {
 		t.Skip("no losetup")
 	}
 	back := filepath.Join(t.TempDir(), "loop.img")
-	require.NoError(t, os.WriteFile(back, make([]byte, 8<<20), 0o644))
+	b := make([]byte, 8<<20)
+	copy(b, img)
+	require.NoError(t, os.WriteFile(back, b, 0o644))
 	out, err := exec.Command("losetup", "-f", "--show", "--direct-io=on", back).CombinedOutput()
 	if err != nil {
 		t.Skipf("losetup failed (no loop devices in this container?): %v: %s", err, out)
 	}
 	loop := strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command("losetup", "-d", loop).Run() })
+	return loop
+}
+
+// A block device holding a filesystem is not scratch space even when it
+// is not mounted: Open refuses it (ErrHasData, naming the format) unless
+// Force is set.
+func TestBlockDeviceWithFilesystemRefused(t *testing.T) {
+	img := make([]byte, 4096)
+	copy(img[0x438:], []byte{0x53, 0xEF}) // an ext4 superblock's magic
+	loop := newLoop(t, img)
+	c := wallclock.New()
+	e := sim.New(sim.Options{Clock: c})
+	defer e.Close()
+	sp, err := ParseSpec("blk:" + loop)
+	require.NoError(t, err)
+	_, err = Open(e, c, sp, Options{})
+	require.ErrorIs(t, err, ErrHasData)
+	assert.ErrorContains(t, err, "ext2/3/4")
+	d, err := Open(e, c, sp, Options{Force: true})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+}
+
+// TestLoopDevice runs the write/read round trip on a loop device (root
+// only).
+func TestLoopDevice(t *testing.T) {
+	loop := newLoop(t, nil)
 	c := wallclock.New()
 	e := sim.New(sim.Options{Clock: c})
 	defer e.Close()

@@ -23,9 +23,11 @@
 // error wrapping ErrCorrupt and EIO, and Stats counts it.
 //
 // Safety: a block device that is mounted or held (/proc/mounts, sysfs
-// holders, an O_EXCL open) is refused, and so is an existing file that
-// blksim did not create (it marks its files with the xattr "user.blksim"),
-// unless Options.Force is set. Nothing is written outside the target's
+// holders, an O_EXCL open) is refused, and so is one that carries a
+// filesystem, partition table, swap, LVM, RAID or LUKS signature at the
+// offsets blkid reads (Signature), and an existing file that blksim did
+// not create (it marks its files with the xattr "user.blksim"), unless
+// Options.Force is set. Nothing is written outside the target's
 // capacity.
 //
 // Only Linux is supported; elsewhere Open returns ErrNotSupported.
@@ -58,6 +60,9 @@ var (
 	ErrNotOurs = errors.New("refusing to overwrite a file blksim did not create (use --force)")
 	// ErrInUse: a block device that is mounted or held by another user.
 	ErrInUse = errors.New("block device is mounted or in use (use --force to override)")
+	// ErrHasData: a block device that carries a filesystem or another
+	// on-disk format (Signature).
+	ErrHasData = errors.New("refusing to overwrite a block device that holds data (use --force)")
 	// ErrCorrupt: a read found a sector whose blksim header is damaged or
 	// names another sector. It wraps EIO.
 	ErrCorrupt = errors.Join(errors.New("realdev: corrupt sector header"), syscall.EIO)

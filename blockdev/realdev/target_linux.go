@@ -239,6 +239,12 @@ func openBlock(sp Spec, opt Options) (*target, error) {
 		t.lbs = lbs
 	}
 	t.size -= t.size % int64(t.lbs)
+	if !opt.Force {
+		if err := t.checkNoData(path); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
 	t.maxKB = sysfsInt(devSysfs(st.Rdev), "queue/max_hw_sectors_kb")
 	t.rot = sysfsInt(devSysfs(st.Rdev), "queue/rotational") == 1
 	if t.size == 0 {
@@ -246,6 +252,30 @@ func openBlock(sp Spec, opt Options) (*target, error) {
 		return nil, fmt.Errorf("%s has no capacity", path)
 	}
 	return t, nil
+}
+
+// checkNoData refuses a device whose first bytes carry an on-disk format
+// (Signature): a filesystem someone made is not scratch space, mounted or
+// not.
+func (t *target) checkNoData(path string) error {
+	n := min(int64(SignatureBytes), t.size)
+	n -= n % int64(t.lbs)
+	if n <= 0 {
+		return nil
+	}
+	buf, err := alignedBuf(int(n))
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(buf)
+	got, err := unix.Pread(t.fd, buf, 0)
+	if err != nil {
+		return fmt.Errorf("%s: reading its first %d bytes for signatures: %w", path, n, err)
+	}
+	if sig := Signature(buf[:got]); sig != "" {
+		return fmt.Errorf("%w: %s holds %s", ErrHasData, path, sig)
+	}
+	return nil
 }
 
 // devSysfs is the sysfs directory of the block device numbered rdev.

@@ -481,7 +481,11 @@ func writeLayout(w io.Writer, fsys *fsmodel.FS) {
 	fmt.Fprintf(w, "\nFile layout (extents: file offset -> device offset, KiB):\n")
 	for _, f := range fsys.Files() {
 		ext := f.Layout()
-		fmt.Fprintf(w, "  %s: %d extents\n", f.Name(), len(ext))
+		noun := "extents"
+		if len(ext) == 1 {
+			noun = "extent"
+		}
+		fmt.Fprintf(w, "  %s: %d %s\n", f.Name(), len(ext), noun)
 		for i, x := range ext {
 			if i == 8 {
 				fmt.Fprintf(w, "    ... %d more\n", len(ext)-8)
