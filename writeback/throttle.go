@@ -11,6 +11,30 @@ import (
 // a writer take.
 const MaxPause = 200 * time.Millisecond
 
+// maxPauseJiffies is roundup_pow_of_two(1 + HZ/8) at HZ=250, in jiffies
+// of 4 ms: wb_max_pause lets a pause last at most this many jiffies per
+// second of writeback the dirty pages need (about an eighth of the time
+// to write them all), so that a small pool of dirty pages is not left to
+// drain while its writers sleep. (It is 0.128 s per second at HZ 250 and
+// 1000 alike.)
+const (
+	maxPauseJiffies = 32
+	jiffy           = 4 * time.Millisecond
+)
+
+// maxPause is wb_max_pause: the longest pause for a domain with dirty
+// (dirty plus writeback) pages written back at rate pages per second:
+// about an eighth of the time to write them, plus a jiffy, at most
+// MaxPause.
+func maxPause(dirty, rate int64) time.Duration {
+	per := 1 + rate/maxPauseJiffies // pages written per jiffy-slice
+	t := dirty/per + 1              // jiffies
+	if t >= int64(MaxPause/jiffy) {
+		return MaxPause
+	}
+	return time.Duration(t) * jiffy
+}
+
 // initBandwidth is INIT_BW: 100 MiB/s in 4 KiB pages per second.
 const initBandwidth = 100 << 20 / PageSize
 
@@ -98,17 +122,18 @@ func (wb *Writeback) PauseFor(dirtied, dirty int64) (pause time.Duration, atLimi
 	if dirty <= freerun {
 		return 0, false
 	}
+	maxP := maxPause(dirty, wb.bw.rate)
 	rate := wb.bw.rate * posRatio(dirty, freerun, limit) >> ratelimitShift
 	if rate <= 0 {
-		return MaxPause, true
+		return maxP, true
 	}
 	if dirtied <= 0 {
 		return 0, false
 	}
 	if dirtied > math.MaxInt64/int64(time.Second) {
-		return MaxPause, false
+		return maxP, false
 	}
-	return min(time.Duration(dirtied*int64(time.Second)/rate), MaxPause), false
+	return min(time.Duration(dirtied*int64(time.Second)/rate), maxP), false
 }
 
 // BalanceDirtyPages throttles a writer that has just dirtied pages, as
@@ -121,9 +146,14 @@ func (wb *Writeback) PauseFor(dirtied, dirty int64) (pause time.Duration, atLimi
 //     rate of the write bandwidth estimate times pos_ratio (2 at the
 //     ceiling, 1 at the setpoint halfway to the limit, falling as the
 //     kernel's cubic towards 0 at the limit), so the pause grows with the
-//     overshoot; capped at MaxPause;
-//   - at or above the dirty limit: pauses of MaxPause, repeated until
-//     writeback completions bring d below the limit.
+//     overshoot;
+//   - at or above the dirty limit: pauses of the longest length,
+//     repeated until writeback completions bring d below the limit.
+//
+// No pause is longer than wb_max_pause: about an eighth of the time the
+// write bandwidth estimate needs to write d pages, plus a 4 ms jiffy, and
+// at most MaxPause (so with little dirty memory the pauses are short and
+// the device does not run dry while writers sleep).
 //
 // Whenever dirty pages exceed the background threshold it kicks the
 // flusher. It returns at once on a closed Writeback (after any pause in
@@ -131,10 +161,9 @@ func (wb *Writeback) PauseFor(dirtied, dirty int64) (pause time.Duration, atLimi
 //
 // Simplified: the kernel rates a task at dirty_ratelimit * pos_ratio,
 // where dirty_ratelimit is a per-domain rate fed back so that N writers
-// share the write bandwidth, and the pause limit scales with the
-// bandwidth (wb_max_pause); here the rate is the measured write
+// share the write bandwidth; here the rate is the measured write
 // bandwidth itself (so N writers settle where pos_ratio is about 1/N,
-// nearer the limit than the kernel's setpoint), the cap is MaxPause, the
+// nearer the limit than the kernel's setpoint), and the
 // per-bdi (wb) half of pos_ratio, min_pause and the nr_dirtied_pause
 // ratelimiting of calls are left out: call it per write with the pages
 // that write dirtied.

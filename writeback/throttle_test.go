@@ -33,8 +33,10 @@ func TestThrottleNoPauseUnderFreerun(t *testing.T) {
 
 // Between the freerun ceiling and the limit the pause grows with the
 // overshoot (2x the bandwidth rate at the ceiling, 1x at the setpoint,
-// towards 0 at the limit) and is capped at MaxPause; at the limit the
-// writer must pause again.
+// towards 0 at the limit) up to wb_max_pause; at the limit the writer
+// pauses that long and must pause again. Here 400 dirty pages take 16 ms
+// to write at the initial 100 MiB/s estimate, so wb_max_pause is one
+// jiffy (4 ms).
 func TestThrottlePauseCurve(t *testing.T) {
 	h := throttleHarness(t, writeback.HarnessOptions{})
 	wb := h.Writeback()
@@ -54,35 +56,58 @@ func TestThrottlePauseCurve(t *testing.T) {
 		assert.False(t, lim)
 		assert.GreaterOrEqual(t, p, prev, "dirty %d", d)
 		assert.Positive(t, p)
-		assert.LessOrEqual(t, p, writeback.MaxPause)
+		assert.LessOrEqual(t, p, 4*ms)
 		prev = p
 	}
 	p, lim = wb.PauseFor(64, 400)
-	assert.Equal(t, writeback.MaxPause, p)
+	assert.Equal(t, 4*ms, p)
 	assert.True(t, lim, "at the limit")
 	p, lim = wb.PauseFor(1<<20, 251)
-	assert.Equal(t, writeback.MaxPause, p, "capped")
+	assert.Equal(t, 4*ms, p, "capped")
 	assert.False(t, lim)
+}
+
+// wb_max_pause: no pause outlasts about an eighth of the time the
+// bandwidth estimate needs to write the dirty pages (dirty / (1 +
+// bw/32) jiffies of 4 ms, plus one), and none MaxPause. At the initial
+// 25600 pages/s, 801 pages a jiffy.
+func TestThrottleMaxPauseScalesWithDirtyPages(t *testing.T) {
+	for _, tc := range []struct {
+		limit int64
+		want  time.Duration
+	}{
+		{400, 4 * ms},               // 0 + 1 jiffies
+		{8010, 44 * ms},             // 10 + 1
+		{24030, 124 * ms},           // 30 + 1
+		{40000, writeback.MaxPause}, // 49 + 1 = 200 ms
+		{1 << 20, writeback.MaxPause},
+	} {
+		opt := writeback.HarnessOptions{AvailablePages: 1 << 22, Limits: pageLimits(tc.limit/4, tc.limit)}
+		wb := writeback.NewHarness(t, opt).Writeback()
+		p, lim := wb.PauseFor(64, tc.limit)
+		assert.True(t, lim)
+		assert.Equal(t, tc.want, p, "limit %d pages", tc.limit)
+	}
 }
 
 // A writer above the freerun ceiling but under the limit takes one
 // bounded pause per call.
 func TestThrottlePausesBetweenFreerunAndLimit(t *testing.T) {
-	h := throttleHarness(t, writeback.HarnessOptions{})
+	h := writeback.NewHarness(t, writeback.HarnessOptions{AvailablePages: 1 << 20, Limits: pageLimits(10000, 40000)})
 	f := h.File("f")
-	want, _ := h.Writeback().PauseFor(350, 350)
-	h.Writer("w", f, writeback.WriterOptions{Pages: 350, Chunk: 350})
+	want, _ := h.Writeback().PauseFor(35000, 35000)
+	h.Writer("w", f, writeback.WriterOptions{Pages: 35000, Chunk: 35000})
 	h.RunUntil(s)
 	st := h.Stats()
 	assert.Equal(t, int64(1), st.Pauses)
 	assert.Equal(t, want, st.PauseMax)
 	assert.Greater(t, st.PauseMax, 10*ms)
-	assert.Less(t, st.PauseMax, writeback.MaxPause)
+	assert.Less(t, st.PauseMax, writeback.MaxPause, "wb_max_pause: 35000 pages a little under 200 ms")
 	assert.Zero(t, st.LimitPauses)
 }
 
-// A writer at the dirty limit pauses MaxPause at a time until writeback
-// completions bring dirty+writeback pages under the limit.
+// A writer at the dirty limit pauses (wb_max_pause at a time) until
+// writeback completions bring dirty+writeback pages under the limit.
 func TestThrottleBlocksAtLimitUntilWritebackProgresses(t *testing.T) {
 	// 2 ms a page: the first 128-page IO completes at about 256 ms.
 	h := throttleHarness(t, writeback.HarnessOptions{PageIOTime: 2 * ms, IOLatency: -1})
@@ -102,10 +127,32 @@ func TestThrottleBlocksAtLimitUntilWritebackProgresses(t *testing.T) {
 	assert.GreaterOrEqual(t, returned, ios[0].Done, "blocked until an IO completed")
 	assert.Less(t, atReturn, int64(400), "released under the limit")
 	st := h.Stats()
-	assert.Equal(t, int64(2), st.LimitPauses, "two MaxPause pauses: 256 ms of writeback")
-	assert.Equal(t, writeback.MaxPause, st.PauseMax)
-	assert.Equal(t, int64(3), st.Pauses, "then one paced pause under the limit")
+	assert.GreaterOrEqual(t, st.LimitPauses, int64(256/4-1), "pauses of one jiffy through 256 ms of writeback")
+	assert.Equal(t, 4*ms, st.PauseMax, "wb_max_pause at the initial estimate")
 	assert.Equal(t, st.PauseTotal, returned-500*us, "the writer spent its time after the copy pausing")
+}
+
+// With little dirty memory the pauses stay short enough that the device
+// does not run dry while the writer sleeps: 8192 pages written 32 at a
+// time through a 4096-page dirtyable memory at 100 us a page take about
+// the device's 0.82 s. (With 200 ms pauses the device would idle most of
+// every pause.)
+func TestThrottleSmallMemoryKeepsDeviceBusy(t *testing.T) {
+	h := writeback.NewHarness(t, writeback.HarnessOptions{AvailablePages: 4096, PageIOTime: 100 * us, IOLatency: -1})
+	f := h.File("f")
+	const pages = 8192
+	var done time.Duration
+	h.Go("w", 0, func(tk *sim.Task) {
+		for p := int64(0); p < pages; p += 32 {
+			h.Write(tk, f, p, 32)
+		}
+		done = time.Duration(tk.Now())
+	})
+	h.RunUntil(10 * s)
+	require.Positive(t, done)
+	assert.Positive(t, h.Stats().Pauses)
+	assert.LessOrEqual(t, h.Stats().PauseMax, 40*ms)
+	assert.Less(t, done, 1100*ms, "the writer kept pace with the device")
 }
 
 // The bandwidth estimate follows the device (10 us a page: 100000 pages/s)
