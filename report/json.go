@@ -10,6 +10,7 @@ import (
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/workload"
+	"github.com/blksim/blksim/writeback"
 )
 
 // WriteJSON writes r in the layout of fio's --output-format=json, with
@@ -59,6 +60,12 @@ import (
 // "stale_pages" for the whole run, and "jobs", one object per job (or
 // group_reporting result) the oracle watched, with "jobname", "jobid",
 // "groupid" and the same counts;
+// "writeback", only when r.Writeback is set: "background_pages" and
+// "limit_pages" (the dirty thresholds), "bandwidth_pages_per_second",
+// "pages_written" and "writepages_calls" (reason -> count: "background",
+// "periodic", "sync", "fsync"), "serialized", "skipped", "skipped_pages",
+// "errors", "pauses", "limit_pauses", "pause_total_ns" and
+// "pause_max_ns";
 // "requests" for the first device: "read" and "write", each with "count",
 // "bytes" and "sizes" (request bytes -> count) of dispatched requests, the
 // same under "queued" for bios as they entered the queue, and "merges",
@@ -215,6 +222,9 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 
 	if r.Integrity.On {
 		o.add("integrity", integrityJSON(r))
+	}
+	if r.Writeback != nil {
+		o.add("writeback", writebackJSON(r.Writeback))
 	}
 	if d := opt.Real; d != nil {
 		o.add("real_device", realDeviceJSON(d))
@@ -407,4 +417,29 @@ func writeJSONString(b *bufio.Writer, s string) {
 		}
 	}
 	b.WriteByte('"')
+}
+
+// writebackJSON is "blksim"."writeback".
+func writebackJSON(w *workload.WritebackResult) *jsonObject {
+	s := &w.Stats
+	o := new(jsonObject)
+	o.add("background_pages", w.Background)
+	o.add("limit_pages", w.Limit)
+	o.add("bandwidth_pages_per_second", w.Bandwidth)
+	pages, calls := new(jsonObject), new(jsonObject)
+	for r := writeback.Reason(0); r < writeback.NumReasons; r++ {
+		pages.add(r.String(), s.Written[r])
+		calls.add(r.String(), s.Calls[r])
+	}
+	o.add("pages_written", pages)
+	o.add("writepages_calls", calls)
+	o.add("serialized", s.Serialized)
+	o.add("skipped", s.Skips)
+	o.add("skipped_pages", s.SkippedPages)
+	o.add("errors", s.Errors)
+	o.add("pauses", s.Pauses)
+	o.add("limit_pauses", s.LimitPauses)
+	o.add("pause_total_ns", int64(s.PauseTotal))
+	o.add("pause_max_ns", int64(s.PauseMax))
+	return o
 }

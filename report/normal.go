@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/workload"
+	"github.com/blksim/blksim/writeback"
 )
 
 // WriteNormal writes r in fio 3.x's "normal" text layout, followed by the
@@ -52,7 +54,11 @@ import (
 // After the groups, when r.Disks is set: fio's "Disk stats (read/write)"
 // lines, an iostat -x style table and, per device, the request-size
 // histogram (bios as queued, requests as dispatched) with merge and split
-// counts.
+// counts. When r.Writeback is set, the writeback section: the dirty
+// thresholds in pages and the write bandwidth estimate, pages written
+// (and writepages calls) per reason, the lock rule's serialized and
+// skipped calls when there were any, and the throttle pauses (count,
+// those at the dirty limit, total and longest).
 func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	b := bufio.NewWriter(w)
 
@@ -73,6 +79,9 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 		writeDiskStats(b, r.Disks)
 		writeIostat(b, r.Disks)
 		writeRequestSizes(b, r.Disks)
+	}
+	if r.Writeback != nil {
+		writeWriteback(b, r.Writeback)
 	}
 	if hasLockRows(r.Locks) {
 		b.WriteString("\n")
@@ -237,4 +246,25 @@ func iosPerWallSecond(e *workload.EngineFigures) float64 {
 		return 0
 	}
 	return float64(e.SimulatedIOs) / e.WallSeconds
+}
+
+// writeWriteback writes the writeback section of WriteNormal.
+func writeWriteback(b *bufio.Writer, w *workload.WritebackResult) {
+	s := &w.Stats
+	fmt.Fprintf(b, "\nWriteback: thresholds background=%d limit=%d pages, bandwidth estimate %.1f MiB/s\n",
+		w.Background, w.Limit, float64(w.Bandwidth)*writeback.PageSize/(1<<20))
+	var pages, calls []string
+	for r := writeback.Reason(0); r < writeback.NumReasons; r++ {
+		pages = append(pages, fmt.Sprintf("%s=%d", r, s.Written[r]))
+		calls = append(calls, fmt.Sprintf("%s=%d", r, s.Calls[r]))
+	}
+	fmt.Fprintf(b, "  pages written: %s (writepages calls: %s)\n", strings.Join(pages, ", "), strings.Join(calls, ", "))
+	if s.Serialized > 0 || s.Skips > 0 {
+		fmt.Fprintf(b, "  lock rule: serialized=%d, skipped=%d (%d pages)\n", s.Serialized, s.Skips, s.SkippedPages)
+	}
+	if s.Errors > 0 {
+		fmt.Fprintf(b, "  writepages errors=%d\n", s.Errors)
+	}
+	fmt.Fprintf(b, "  throttle: pauses=%d (%d at the limit), total=%.1f ms, longest=%.1f ms\n",
+		s.Pauses, s.LimitPauses, float64(s.PauseTotal)/1e6, float64(s.PauseMax)/1e6)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
+	"github.com/blksim/blksim/writeback"
 )
 
 // DirStats holds one job's figures for one IO direction (read or write).
@@ -232,4 +233,22 @@ type Result struct {
 	// Integrity is the atomicity oracle's total over every job; its On is
 	// false if the oracle watched no file.
 	Integrity IntegrityStats
+	// Writeback holds the page-cache writeback figures of a run that did
+	// buffered IO (nil otherwise, or if the caller did not fill it).
+	Writeback *WritebackResult
+}
+
+// WritebackResult is the writeback domain's figures at the end of a run:
+// what was written and why, how writers were throttled, and the
+// thresholds and bandwidth estimate those rest on.
+type WritebackResult struct {
+	// Stats are the domain's counters (pages written and writepages
+	// calls per reason, lock-rule decisions, throttle pauses).
+	Stats writeback.Stats
+	// Background and Limit are the dirty thresholds in pages
+	// (dirty_background and dirty limit) at the end of the run.
+	Background, Limit int64
+	// Bandwidth is the write bandwidth estimate in pages per second
+	// (the kernel's avg_write_bandwidth) at the end of the run.
+	Bandwidth int64
 }

@@ -162,6 +162,12 @@ func addStackFigures(st *stack.Stack, res *workload.Result) {
 	res.CPUs, res.SpinTime = st.Engine.CPUStats(), st.Engine.SpinTime()
 	res.Disks = []workload.DiskResult{{Name: st.Device.Name(), Scheduler: st.Queue.Scheduler(),
 		Stats: st.Queue.Stats(), Elapsed: time.Duration(res.Engine.ActiveSeconds * 1e9)}}
+	if wb := st.FS.Writeback(); wb != nil {
+		if s := wb.Stats(); s.TotalWritten() > 0 || s.Pauses > 0 {
+			bg, limit := wb.Thresholds()
+			res.Writeback = &workload.WritebackResult{Stats: s, Background: bg, Limit: limit, Bandwidth: wb.Bandwidth()}
+		}
+	}
 }
 
 // failedJob returns an error naming the first job of res that ended with

@@ -394,3 +394,21 @@ func TestUsageNamesEveryRunFlag(t *testing.T) {
 		assert.Contains(t, b.String(), "--"+name, "usage lacks --%s", name)
 	}
 }
+
+// A run that wrote through the page cache prints the writeback section
+// (and "blksim"."writeback" in JSON); a direct-IO run has none.
+func TestRunPrintsWriteback(t *testing.T) {
+	buffered := writeFile(t, "buf.fio", "[w]\nrw=write\nbs=1m\nsize=8m\ndirect=0\nend_fsync=1\n")
+	r := runCLI(t, nil, "run", buffered)
+	require.Equal(t, 0, r.status, r.stderr)
+	assert.Contains(t, r.stdout, "\nWriteback: thresholds background=")
+	assert.Contains(t, r.stdout, "fsync=2048 (writepages calls:")
+	r = runCLI(t, nil, "run", "--output-format", "json", buffered)
+	require.Equal(t, 0, r.status, r.stderr)
+	assert.Contains(t, r.stdout, `"writeback" : {`)
+
+	direct := writeFile(t, "direct.fio", "[w]\nrw=write\nbs=1m\nsize=8m\ndirect=1\n")
+	r = runCLI(t, nil, "run", direct)
+	require.Equal(t, 0, r.status, r.stderr)
+	assert.NotContains(t, r.stdout, "Writeback:")
+}
