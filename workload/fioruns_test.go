@@ -176,7 +176,7 @@ func TestRunBlockSizes(t *testing.T) {
 	t.Run("blockalign", func(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=4k\nba=16k\n"), 1)
 		for range 1000 {
-			require.Zero(t, j.nextOffset(blockdev.OpRead, 4096)%16384)
+			require.Zero(t, j.nextOffsetWrap(blockdev.OpRead, 4096)%16384)
 		}
 	})
 }
@@ -187,7 +187,7 @@ func TestRunRWModifiers(t *testing.T) {
 		var out []int64
 		for range n {
 			dir := j.pickDir()
-			out = append(out, j.nextOffset(dir, 4096)/4096)
+			out = append(out, j.nextOffsetWrap(dir, 4096)/4096)
 		}
 		return out
 	}
@@ -221,7 +221,7 @@ func TestRunDistributions(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nbs=4k\nsize=4m\n"+src), 3)
 		h := make([]int, blocks)
 		for range n {
-			off := j.nextOffset(blockdev.OpRead, 4096)
+			off := j.nextOffsetWrap(blockdev.OpRead, 4096)
 			require.Zero(t, off%4096)
 			require.Less(t, off, int64(4<<20))
 			h[off/4096]++
@@ -505,4 +505,39 @@ func TestRatePoissonGaps(t *testing.T) {
 	sd := math.Sqrt(sq / float64(len(gaps)))
 	assert.InEpsilon(t, 1e6, mean, 0.05, "1 ms mean")
 	assert.InEpsilon(t, 1e6, sd, 0.1, "exponential: the deviation is the mean")
+}
+
+// TestRunOneFileEndsAtItsEnd checks that a job with one file ends its loop
+// when the file's region is used up, as fio does (io_u.c
+// get_next_seq_offset and fill_io_u fail, the file is done), rather than
+// wrapping to its start until size bytes are moved. The expected counts
+// are fio 3.33's (ioengine=psync on a file): e.g. "fio --name=a
+// --rw=read:16k --bs=4k --size=1m" issues 52 reads of 4 KiB.
+func TestRunOneFileEndsAtItsEnd(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		reads  uint64
+		writes uint64
+	}{
+		{"size not a multiple of bs", "rw=read\nbs=6k\nsize=1m\n", 170, 0},
+		{"size not a multiple of bs, async", "rw=read\nbs=6k\nsize=1m\nioengine=libaio\niodepth=8\n", 170, 0},
+		{"holes end at the file's end", "rw=read:16k\nbs=4k\nsize=1m\n", 52, 0},
+		{"write holes", "rw=write:8k\nbs=4k\nsize=1m\n", 0, 86},
+		{"holes in two files", "rw=read:16k\nbs=4k\nsize=2m\nnrfiles=2\n", 104, 0},
+		{"random, size not a multiple of bs", "rw=randread\nbs=6k\nsize=1m\n", 170, 0},
+		{"io_size goes over the file again", "rw=read\nbs=6k\nsize=1m\nio_size=3m\n", 512, 0},
+		{"loops", "rw=read\nbs=6k\nsize=1m\nloops=2\n", 340, 0},
+		{"backwards never ends early", "rw=read:-8k\nbs=4k\nsize=1m\n", 256, 0},
+		{"a multiple of bs", "rw=write\nbs=4k\nsize=1m\n", 0, 256},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs, _, _ := runSrc(t, "[j]\ndirect=1\n"+tt.src)
+			require.Len(t, jobs, 1)
+			assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+			assert.Equal(t, tt.reads, jobs[0].Read.IOs, "reads")
+			assert.Equal(t, tt.writes, jobs[0].Write.IOs, "writes")
+		})
+	}
 }

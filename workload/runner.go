@@ -932,10 +932,13 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 			j.rateIssue(dir, bs)
 		}
 	} else {
+		if off, ok = j.nextOffset(dir, bs); !ok {
+			*stop = stopDone
+			return io, false
+		}
 		if j.rate.on {
 			j.rateIssue(dir, bs)
 		}
-		off = j.nextOffset(dir, bs)
 	}
 	io = ioReq{dir: dir, file: j.cur, off: off, bs: bs}
 	if dir == blockdev.OpRead && j.verify != nil && j.verify.checkReads {
@@ -1131,11 +1134,23 @@ func (j *job) pickBS(dir blockdev.Op) int64 {
 }
 
 // nextOffset returns the next offset in the current file's region for an
-// IO of bs bytes in direction dir (offsetIn, for a job with one file).
-func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
+// IO of bs bytes in direction dir (offsetIn, for a job with one file). As
+// in fio, the file is done when its region is used up (the next
+// sequential IO does not fit, or the random map is exhausted), and then
+// ok is false and the loop ends, unless io_size asks for another round
+// over the file (fio backend.c keep_running). A time_based job's file
+// starts over instead (fio io_u.c get_next_seq_offset and
+// get_next_rand_block, for nr_files == 1).
+func (j *job) nextOffset(dir blockdev.Op, bs int64) (off int64, ok bool) {
 	j.ensureLayout()
-	off, _ := j.offsetIn(j.cur, dir, bs, false)
-	return off
+	finite := !j.spec.TimeBased
+	if off, ok = j.offsetIn(j.cur, dir, bs, finite); ok {
+		return off, true
+	}
+	if !j.newRound() {
+		return 0, false
+	}
+	return j.offsetIn(j.cur, dir, bs, finite)
 }
 
 // offsetIn returns the next offset in f's region for an IO of bs bytes in
@@ -1219,9 +1234,16 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 // direction's previous IO, plus rw=MODE:N's step (fio io_u.c
 // get_next_seq_offset), wrapping at the region's end (to the end, for
 // backward steps). An IO that does not fit before the region's end starts
-// over at 0, or, with finite, fails (ok false).
+// over at 0, or, with finite, fails (ok false); with finite, a previous IO
+// that ended at the region's end fails too, before any hole is added.
 func (j *job) nextSeq(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off int64, ok bool) {
 	pos := f.seq[dir]
+	if finite && pos >= f.regionLen {
+		// fio checks the end of the previous IO against the file's end
+		// before it adds rw=MODE:N's hole: a hole from there does not
+		// wrap, the file is done.
+		return 0, false
+	}
 	if add := j.spec.SeqAdd; add != 0 && pos != 0 {
 		pos += add
 		if pos < 0 || pos >= f.regionLen {
