@@ -53,8 +53,12 @@
 // loop for its engine, loops times (or until its runtime, for time_based):
 // an IO phase until size, io_size or number_ios is done, then, for a job
 // with verify, a verify phase that reads back what it wrote and checks it
-// (data are blksim's stamps, so the check is exact). Rates, thinktime,
-// exitall and the distributions follow fio's io_u.c and backend.c.
+// (data are blksim's stamps, so the check is exact). As in fio, a loop
+// also ends, short of its size, when the job's file is used up (the next
+// sequential IO, after any rw=MODE:N hole, does not fit, or the random map
+// is exhausted); a time_based job with one file starts it over instead.
+// Rates, thinktime, exitall and the distributions follow fio's io_u.c and
+// backend.c.
 //
 // A job with nrfiles=N has N files, named by filename_format ($filenum
 // 0..N-1; default jobname.jobnum.filenum) unless filename= names its one
