@@ -305,11 +305,24 @@ const (
 	maxURingDepth = 32768
 )
 
+// sizeUnit returns the unit s's IO sizes and offsets must be multiples of,
+// and the reason, for error messages: for direct IO the device's logical
+// block size lbs (the kernel fails the IO with EINVAL); for buffered IO,
+// which the kernel takes at any size, blksim's 512-byte sector, the
+// smallest piece its data stamps describe (a limit of the model).
+func sizeUnit(s *JobSpec, lbs int64) (unit int64, why string) {
+	if s.Direct {
+		return lbs, fmt.Sprintf("not aligned to the device's %d-byte logical block size (direct IO fails with EINVAL)", lbs)
+	}
+	return blockdev.SectorSize, fmt.Sprintf("not a multiple of %d bytes: buffered IO in pieces smaller than a sector is not modelled (blksim keeps data per sector)", blockdev.SectorSize)
+}
+
 // checkRunnable rejects job specs this runner cannot honour; lbs is the
 // device's logical block size, to which direct IO must be aligned. The
 // checks that depend on the job's region are in layoutFiles.
 func checkRunnable(s *JobSpec, lbs int64) error {
 	at := func(opt, format string, args ...any) error { return s.errorf(opt, format, args...) }
+	unit, why := sizeUnit(s, lbs)
 	switch {
 	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
@@ -327,8 +340,8 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 		return at("iodepth", "iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth)
 	case s.IOEngine == "io_uring" && s.IODepth > maxURingDepth:
 		return at("iodepth", "iodepth %d exceeds io_uring's %d ring entries (io_uring_setup fails with EINVAL)", s.IODepth, maxURingDepth)
-	case s.SeqAdd%lbs != 0:
-		return at("rw", "an offset step of %d bytes makes direct IO unaligned to the device's %d-byte logical block size (EINVAL)", s.SeqAdd, lbs)
+	case s.SeqAdd%unit != 0:
+		return at("rw", "an offset step of %d bytes is %s", s.SeqAdd, why)
 	}
 	for dir := range 2 {
 		if !usesDir(s, blockdev.Op(dir)) {
@@ -342,12 +355,12 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 			opt = "bsrange"
 		}
 		for _, bs := range blockSizes(s, blockdev.Op(dir)) {
-			if bs%lbs != 0 {
-				return at(opt, "direct IO of %d bytes is not aligned to the device's %d-byte logical block size (EINVAL)", bs, lbs)
+			if bs%unit != 0 {
+				return at(opt, "a block size of %d bytes is %s", bs, why)
 			}
 		}
-		if ba := s.BlockAlign[dir]; ba != 0 && ba%lbs != 0 {
-			return at("blockalign", "offsets aligned to %d bytes are not aligned to the device's %d-byte logical block size (EINVAL)", ba, lbs)
+		if ba := s.BlockAlign[dir]; ba != 0 && ba%unit != 0 {
+			return at("blockalign", "an alignment of %d bytes is %s", ba, why)
 		}
 	}
 	return nil
@@ -684,6 +697,7 @@ func (r *runState) watchFiles() {
 // checkRegion rejects a region the job's IO does not fit.
 func (j *job) checkRegion(lbs int64) error {
 	s := j.spec
+	unit, why := sizeUnit(s, lbs)
 	for _, f := range j.files {
 		switch {
 		case f.regionLen <= 0 && s.FillDevice:
@@ -692,12 +706,12 @@ func (j *job) checkRegion(lbs int64) error {
 			return s.errorf("size", "size= is required (blksim has no existing files to size the job from)")
 		case f.regionOff < 0:
 			return s.errorf("offset", "offset %d is negative", f.regionOff)
-		case f.regionOff%lbs != 0:
-			return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", f.regionOff, lbs)
-		case j.multi() && s.SeqAdd < 0 && f.regionLen%lbs != 0:
+		case f.regionOff%unit != 0:
+			return s.errorf("offset", "an offset of %d bytes is %s", f.regionOff, why)
+		case j.multi() && s.SeqAdd < 0 && f.regionLen%unit != 0:
 			// Backward steps wrap to the region's end (fio does the same
 			// and fails the IO with EINVAL).
-			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), not aligned to the device's %d-byte logical block size (EINVAL)", f.name, f.regionLen, len(j.files), lbs)
+			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), %s", f.name, f.regionLen, len(j.files), why)
 		}
 		for d := range 2 {
 			if !usesDir(s, blockdev.Op(d)) {
