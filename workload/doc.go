@@ -18,7 +18,8 @@
 // The options blksim models, beyond the engine and depth options:
 // name, description, rw/readwrite (with :N), rw_sequencer, rwmixread,
 // rwmixwrite, bs/blocksize, bsrange/blocksize_range, bssplit,
-// ba/blockalign, size (bytes or percent), filesize (a size or a range),
+// ba/blockalign (one other than a direction's smallest block size turns
+// the random map off, as in fio), size (bytes or percent), filesize (a size or a range),
 // io_size/io_limit, number_ios, offset/fileoffset and offset_increment
 // (bytes or percent), fill_device/fill_fs, filename, directory,
 // filename_format, nrfiles/nr_files, openfiles, file_service_type

@@ -554,6 +554,11 @@ func TestRunOneFileEndsAtItsEnd(t *testing.T) {
 		{"loops", "rw=read\nbs=6k\nsize=1m\nloops=2\n", 340, 0},
 		{"backwards never ends early", "rw=read:-8k\nbs=4k\nsize=1m\n", 256, 0},
 		{"a multiple of bs", "rw=write\nbs=4k\nsize=1m\n", 0, 256},
+		// blockalign=16k with bs=4k turns the random map off (fio prints
+		// "Any use of blockalign= turns off randommap"): offsets repeat and
+		// the job runs to its size, 256 IOs, not the 64 aligned blocks.
+		{"blockalign turns off the random map", "rw=randread\nbs=4k\nba=16k\nsize=1m\n", 256, 0},
+		{"blockalign of bs keeps it", "rw=randread\nbs=16k\nba=16k\nsize=1m\n", 64, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -562,6 +567,31 @@ func TestRunOneFileEndsAtItsEnd(t *testing.T) {
 			assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
 			assert.Equal(t, tt.reads, jobs[0].Read.IOs, "reads")
 			assert.Equal(t, tt.writes, jobs[0].Write.IOs, "writes")
+		})
+	}
+}
+
+// TestParseBlockAlignTurnsOffRandomMap checks fio's rule (init.c
+// fixup_options) that a blockalign other than a direction's smallest block
+// size sets norandommap.
+func TestParseBlockAlignTurnsOffRandomMap(t *testing.T) {
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{"bs=4k\n", false},
+		{"bs=4k\nba=4k\n", false},
+		{"bs=4k\nba=16k\n", true},
+		{"bs=16k\nba=4k\n", true},
+		{"bsrange=4k-16k\nba=4k\n", false},
+		{"bssplit=512/50:4k/50\nba=4k\n", true},
+		{"bs=4k,16k\nba=,16k\n", false},
+		{"bs=4k,16k\nba=16k\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			s := parseOne(t, "[j]\nrw=randrw\nsize=1m\n"+tt.src)
+			assert.Equal(t, tt.want, s.NoRandomMap)
 		})
 	}
 }
