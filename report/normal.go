@@ -111,17 +111,28 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 			prev = j
 			switch clone {
 			case 0:
-				rb := num2str(uint64(max(j.BS[0], 0)), sigFigs, true, "B")
-				wb := num2str(uint64(max(j.BS[1], 0)), sigFigs, true, "B")
+				rlo, rhi := bsBounds(j, 0)
+				wlo, whi := bsBounds(j, 1)
 				// fio fills a missing trim block size with the last one
 				// given, the write size.
 				fmt.Fprintf(b, "%s: (g=%d): rw=%s, bs=(R) %s-%s, (W) %s-%s, (T) %s-%s, ioengine=%s, iodepth=%d\n",
-					j.Name, j.GroupID, j.RW, rb, rb, wb, wb, wb, wb, j.IOEngine, j.IODepth)
+					j.Name, j.GroupID, j.RW, rlo, rhi, wlo, whi, wlo, whi, j.IOEngine, j.IODepth)
 			case 1:
 				b.WriteString("...\n")
 			}
 		}
 	}
+}
+
+// bsBounds formats the smallest and largest block size of direction d
+// (0 read, 1 write) as fio's description line does: the largest is
+// JobResult.BSMax for a bsrange or bssplit job, else the one size BS.
+func bsBounds(j *workload.JobResult, d int) (lo, hi string) {
+	hiB := j.BS[d]
+	if j.BSMax[d] > hiB {
+		hiB = j.BSMax[d]
+	}
+	return num2str(uint64(max(j.BS[d], 0)), sigFigs, true, "B"), num2str(uint64(max(hiB, 0)), sigFigs, true, "B")
 }
 
 // writeJobNormal writes one job's block.

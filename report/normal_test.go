@@ -229,3 +229,32 @@ func TestCPULine(t *testing.T) {
 		})
 	}
 }
+
+// TestDescriptionBlockSizeRange checks the bs= part of the description line
+// for jobs with a range of block sizes (bsrange, bssplit): fio 3.33 prints
+// the smallest and the largest size of each direction, e.g.
+// "fio --name=j --rw=randrw --bsrange=4k-16k,8k-32k" prints
+// "bs=(R) 4096B-16.0KiB, (W) 8192B-32.0KiB, (T) 8192B-32.0KiB".
+func TestDescriptionBlockSizeRange(t *testing.T) {
+	tests := []struct {
+		name  string
+		bs    [2]int64
+		bsMax [2]int64
+		want  string
+	}{
+		{"one size", [2]int64{4096, 4096}, [2]int64{}, "bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B,"},
+		{"bsrange per direction", [2]int64{4096, 8192}, [2]int64{16384, 32768}, "bs=(R) 4096B-16.0KiB, (W) 8192B-32.0KiB, (T) 8192B-32.0KiB,"},
+		{"bssplit reads only", [2]int64{4096, 8192}, [2]int64{65536, 0}, "bs=(R) 4096B-64.0KiB, (W) 8192B-8192B, (T) 8192B-8192B,"},
+		{"bssplit 512 to 64k", [2]int64{512, 512}, [2]int64{65536, 65536}, "bs=(R) 512B-64.0KiB, (W) 512B-64.0KiB, (T) 512B-64.0KiB,"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := workload.JobResult{Name: "j", RW: "randrw", BS: tt.bs, BSMax: tt.bsMax, IOEngine: "psync", IODepth: 1}
+			r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{j}}}}
+			var b strings.Builder
+			require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+			first, _, _ := strings.Cut(b.String(), "\n")
+			assert.Contains(t, first, tt.want)
+		})
+	}
+}

@@ -18,7 +18,8 @@
 // The options blksim models, beyond the engine and depth options:
 // name, description, rw/readwrite (with :N), rw_sequencer, rwmixread,
 // rwmixwrite, bs/blocksize, bsrange/blocksize_range, bssplit,
-// ba/blockalign, size (bytes or percent), filesize (a size or a range),
+// ba/blockalign (one other than a direction's smallest block size turns
+// the random map off, as in fio), size (bytes or percent), filesize (a size or a range),
 // io_size/io_limit, number_ios, offset/fileoffset and offset_increment
 // (bytes or percent), fill_device/fill_fs, filename, directory,
 // filename_format, nrfiles/nr_files, openfiles, file_service_type
@@ -53,8 +54,12 @@
 // loop for its engine, loops times (or until its runtime, for time_based):
 // an IO phase until size, io_size or number_ios is done, then, for a job
 // with verify, a verify phase that reads back what it wrote and checks it
-// (data are blksim's stamps, so the check is exact). Rates, thinktime,
-// exitall and the distributions follow fio's io_u.c and backend.c.
+// (data are blksim's stamps, so the check is exact). As in fio, a loop
+// also ends, short of its size, when the job's file is used up (the next
+// sequential IO, after any rw=MODE:N hole, does not fit, or the random map
+// is exhausted); a time_based job with one file starts it over instead.
+// Rates, thinktime, exitall and the distributions follow fio's io_u.c and
+// backend.c.
 //
 // A job with nrfiles=N has N files, named by filename_format ($filenum
 // 0..N-1; default jobname.jobnum.filenum) unless filename= names its one

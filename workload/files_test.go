@@ -386,8 +386,10 @@ func TestFileServiceOrder(t *testing.T) {
 		assert.Greater(t, wide[0]+wide[4], c[0]+c[4], "a deviation widens it: %v, %v", wide, c)
 	})
 	t.Run("one file", func(t *testing.T) {
-		got, _ := serviceOrder(t, "size=16k\nrw=read\nfile_service_type=random:2\n", 10)
-		assert.Equal(t, make([]int, 10), got, "a job with one file wraps around it")
+		got, _ := serviceOrder(t, "size=16k\nrw=read\nfile_service_type=random:2\ntime_based\n", 10)
+		assert.Equal(t, make([]int, 10), got, "a time_based job with one file wraps around it")
+		got, _ = serviceOrder(t, "size=16k\nrw=read\nfile_service_type=random:2\n", 10)
+		assert.Equal(t, make([]int, 4), got, "otherwise its file is done at its end")
 	})
 }
 

@@ -115,10 +115,34 @@ func TestRunRegions(t *testing.T) {
 	})
 }
 
+// TestRunBufferedSectorSizes checks that buffered IO (direct=0) is not
+// held to the device's logical block size, which only direct IO must
+// respect (Linux takes buffered IO of any size; fio runs bs=512 on a
+// 4Kn device): on the 4 KiB-block ufs21 device a buffered job of 512-byte
+// IOs runs and verifies.
+func TestRunBufferedSectorSizes(t *testing.T) {
+	st := newStackWith(t, 1, "device.profile=ufs21")
+	res, err := Run(st.Engine, st.FS, parseString(t, "[j]\nsize=256k\nbs=512\nrw=randwrite\nverify=crc32c\n"), RunOptions{})
+	require.NoError(t, err)
+	j := allJobs(res)[0]
+	assert.Zero(t, j.Error, j.ErrorMsg)
+	assert.Equal(t, uint64(512), j.Write.IOs)
+	assert.Equal(t, uint64(512), j.Read.IOs, "the verify reads")
+
+	st = newStackWith(t, 1, "device.profile=ufs21")
+	_, err = Run(st.Engine, st.FS, parseString(t, "[j]\nsize=256k\nbs=512\nrw=randwrite\ndirect=1\n"), RunOptions{})
+	assert.ErrorContains(t, err, "not aligned to the device's 4096-byte logical block size (direct IO fails with EINVAL)")
+}
+
 func TestRunRegionErrors(t *testing.T) {
 	for _, tc := range []struct{ src, option, msg string }{
 		{"[j]\nsize=64k\noffset=1000\ndirect=1\n", "offset", "not aligned"},
-		{"[j]\nrw=write:1000\nsize=64k\ndirect=1\n", "rw", "unaligned"},
+		{"[j]\nrw=write:1000\nsize=64k\ndirect=1\n", "rw", "not aligned"},
+		// Buffered IO: the kernel takes any size, blksim not below a
+		// sector, and the message must not speak of direct IO.
+		{"[j]\nsize=64k\nbs=1000\ndirect=0\n", "bs", "1000 bytes is not a multiple of 512 bytes: buffered IO"},
+		{"[j]\nsize=64k\noffset=1000\ndirect=0\n", "offset", "not a multiple of 512 bytes: buffered IO"},
+		{"[j]\nsize=64k\nrw=write:1000\n", "rw", "not a multiple of 512 bytes: buffered IO"},
 		{"[j]\nsize=64k\nbsrange=512-1536\nbs=,4k\ndirect=1\nrw=randrw\nbsrange=1000-2000,\n", "bsrange", "not aligned"},
 		{"[j]\nsize=64k\nbssplit=4k/50:1000/50\ndirect=1\n", "bssplit", "not aligned"},
 		{"[j]\nsize=64k\nba=1000\nrw=randread\ndirect=1\n", "blockalign", "not aligned"},
@@ -176,7 +200,7 @@ func TestRunBlockSizes(t *testing.T) {
 	t.Run("blockalign", func(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=4k\nba=16k\n"), 1)
 		for range 1000 {
-			require.Zero(t, j.nextOffset(blockdev.OpRead, 4096)%16384)
+			require.Zero(t, j.nextOffsetWrap(blockdev.OpRead, 4096)%16384)
 		}
 	})
 }
@@ -187,7 +211,7 @@ func TestRunRWModifiers(t *testing.T) {
 		var out []int64
 		for range n {
 			dir := j.pickDir()
-			out = append(out, j.nextOffset(dir, 4096)/4096)
+			out = append(out, j.nextOffsetWrap(dir, 4096)/4096)
 		}
 		return out
 	}
@@ -221,7 +245,7 @@ func TestRunDistributions(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nbs=4k\nsize=4m\n"+src), 3)
 		h := make([]int, blocks)
 		for range n {
-			off := j.nextOffset(blockdev.OpRead, 4096)
+			off := j.nextOffsetWrap(blockdev.OpRead, 4096)
 			require.Zero(t, off%4096)
 			require.Less(t, off, int64(4<<20))
 			h[off/4096]++
@@ -505,4 +529,69 @@ func TestRatePoissonGaps(t *testing.T) {
 	sd := math.Sqrt(sq / float64(len(gaps)))
 	assert.InEpsilon(t, 1e6, mean, 0.05, "1 ms mean")
 	assert.InEpsilon(t, 1e6, sd, 0.1, "exponential: the deviation is the mean")
+}
+
+// TestRunOneFileEndsAtItsEnd checks that a job with one file ends its loop
+// when the file's region is used up, as fio does (io_u.c
+// get_next_seq_offset and fill_io_u fail, the file is done), rather than
+// wrapping to its start until size bytes are moved. The expected counts
+// are fio 3.33's (ioengine=psync on a file): e.g. "fio --name=a
+// --rw=read:16k --bs=4k --size=1m" issues 52 reads of 4 KiB.
+func TestRunOneFileEndsAtItsEnd(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		reads  uint64
+		writes uint64
+	}{
+		{"size not a multiple of bs", "rw=read\nbs=6k\nsize=1m\n", 170, 0},
+		{"size not a multiple of bs, async", "rw=read\nbs=6k\nsize=1m\nioengine=libaio\niodepth=8\n", 170, 0},
+		{"holes end at the file's end", "rw=read:16k\nbs=4k\nsize=1m\n", 52, 0},
+		{"write holes", "rw=write:8k\nbs=4k\nsize=1m\n", 0, 86},
+		{"holes in two files", "rw=read:16k\nbs=4k\nsize=2m\nnrfiles=2\n", 104, 0},
+		{"random, size not a multiple of bs", "rw=randread\nbs=6k\nsize=1m\n", 170, 0},
+		{"io_size goes over the file again", "rw=read\nbs=6k\nsize=1m\nio_size=3m\n", 512, 0},
+		{"loops", "rw=read\nbs=6k\nsize=1m\nloops=2\n", 340, 0},
+		{"backwards never ends early", "rw=read:-8k\nbs=4k\nsize=1m\n", 256, 0},
+		{"a multiple of bs", "rw=write\nbs=4k\nsize=1m\n", 0, 256},
+		// blockalign=16k with bs=4k turns the random map off (fio prints
+		// "Any use of blockalign= turns off randommap"): offsets repeat and
+		// the job runs to its size, 256 IOs, not the 64 aligned blocks.
+		{"blockalign turns off the random map", "rw=randread\nbs=4k\nba=16k\nsize=1m\n", 256, 0},
+		{"blockalign of bs keeps it", "rw=randread\nbs=16k\nba=16k\nsize=1m\n", 64, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			jobs, _, _ := runSrc(t, "[j]\ndirect=1\n"+tt.src)
+			require.Len(t, jobs, 1)
+			assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+			assert.Equal(t, tt.reads, jobs[0].Read.IOs, "reads")
+			assert.Equal(t, tt.writes, jobs[0].Write.IOs, "writes")
+		})
+	}
+}
+
+// TestParseBlockAlignTurnsOffRandomMap checks fio's rule (init.c
+// fixup_options) that a blockalign other than a direction's smallest block
+// size sets norandommap.
+func TestParseBlockAlignTurnsOffRandomMap(t *testing.T) {
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{"bs=4k\n", false},
+		{"bs=4k\nba=4k\n", false},
+		{"bs=4k\nba=16k\n", true},
+		{"bs=16k\nba=4k\n", true},
+		{"bsrange=4k-16k\nba=4k\n", false},
+		{"bssplit=512/50:4k/50\nba=4k\n", true},
+		{"bs=4k,16k\nba=,16k\n", false},
+		{"bs=4k,16k\nba=16k\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			s := parseOne(t, "[j]\nrw=randrw\nsize=1m\n"+tt.src)
+			assert.Equal(t, tt.want, s.NoRandomMap)
+		})
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/blksim/blksim/blockdev"
 )
 
 // Errors wrapped in ParseError.Err. Test for them with errors.Is.
@@ -555,6 +557,7 @@ func (p *parser) endSection() *ParseError {
 		js.IODepth = 1
 	}
 	fixupDepths(js)
+	fixupRandomMap(js)
 	p.jobs = append(p.jobs, *js)
 	p.names[js.Name] = true
 	return nil
@@ -670,6 +673,17 @@ func fixupDepths(js *JobSpec) {
 	}
 	if js.IODepthBatchCompleteMax < js.IODepthBatchCompleteMin {
 		js.IODepthBatchCompleteMax = js.IODepthBatchCompleteMin
+	}
+}
+
+// fixupRandomMap applies fio's rule that a block alignment other than a
+// direction's smallest block size turns off the random map (fio init.c
+// fixup_options: "fio: Any use of blockalign= turns off randommap").
+func fixupRandomMap(js *JobSpec) {
+	for d := range 2 {
+		if a := js.BlockAlign[d]; a != 0 && a != minBSDir(js, blockdev.Op(d)) {
+			js.NoRandomMap = true
+		}
 	}
 }
 

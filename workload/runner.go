@@ -309,11 +309,24 @@ const (
 	maxURingDepth = 32768
 )
 
+// sizeUnit returns the unit s's IO sizes and offsets must be multiples of,
+// and the reason, for error messages: for direct IO the device's logical
+// block size lbs (the kernel fails the IO with EINVAL); for buffered IO,
+// which the kernel takes at any size, blksim's 512-byte sector, the
+// smallest piece its data stamps describe (a limit of the model).
+func sizeUnit(s *JobSpec, lbs int64) (unit int64, why string) {
+	if s.Direct {
+		return lbs, fmt.Sprintf("not aligned to the device's %d-byte logical block size (direct IO fails with EINVAL)", lbs)
+	}
+	return blockdev.SectorSize, fmt.Sprintf("not a multiple of %d bytes: buffered IO in pieces smaller than a sector is not modelled (blksim keeps data per sector)", blockdev.SectorSize)
+}
+
 // checkRunnable rejects job specs this runner cannot honour; lbs is the
 // device's logical block size, to which direct IO must be aligned. The
 // checks that depend on the job's region are in layoutFiles.
 func checkRunnable(s *JobSpec, lbs int64) error {
 	at := func(opt, format string, args ...any) error { return s.errorf(opt, format, args...) }
+	unit, why := sizeUnit(s, lbs)
 	switch {
 	case s.Size <= 0 && s.SizePercent == 0 && s.FileSize[1] == 0 && !s.FillDevice:
 		return at("size", "size= is required (blksim has no existing files to size the job from)")
@@ -335,8 +348,8 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 		return at("iodepth", "iodepth %d exceeds the kernel's default aio-max-nr %d (io_setup fails with EAGAIN)", s.IODepth, maxAIODepth)
 	case s.IOEngine == "io_uring" && s.IODepth > maxURingDepth:
 		return at("iodepth", "iodepth %d exceeds io_uring's %d ring entries (io_uring_setup fails with EINVAL)", s.IODepth, maxURingDepth)
-	case s.SeqAdd%lbs != 0:
-		return at("rw", "an offset step of %d bytes makes direct IO unaligned to the device's %d-byte logical block size (EINVAL)", s.SeqAdd, lbs)
+	case s.SeqAdd%unit != 0:
+		return at("rw", "an offset step of %d bytes is %s", s.SeqAdd, why)
 	}
 	for dir := range 2 {
 		if !usesDir(s, blockdev.Op(dir)) {
@@ -350,12 +363,12 @@ func checkRunnable(s *JobSpec, lbs int64) error {
 			opt = "bsrange"
 		}
 		for _, bs := range blockSizes(s, blockdev.Op(dir)) {
-			if bs%lbs != 0 {
-				return at(opt, "direct IO of %d bytes is not aligned to the device's %d-byte logical block size (EINVAL)", bs, lbs)
+			if bs%unit != 0 {
+				return at(opt, "a block size of %d bytes is %s", bs, why)
 			}
 		}
-		if ba := s.BlockAlign[dir]; ba != 0 && ba%lbs != 0 {
-			return at("blockalign", "offsets aligned to %d bytes are not aligned to the device's %d-byte logical block size (EINVAL)", ba, lbs)
+		if ba := s.BlockAlign[dir]; ba != 0 && ba%unit != 0 {
+			return at("blockalign", "an alignment of %d bytes is %s", ba, why)
 		}
 	}
 	return nil
@@ -692,6 +705,7 @@ func (r *runState) watchFiles() {
 // checkRegion rejects a region the job's IO does not fit.
 func (j *job) checkRegion(lbs int64) error {
 	s := j.spec
+	unit, why := sizeUnit(s, lbs)
 	for _, f := range j.files {
 		switch {
 		case f.regionLen <= 0 && s.FillDevice:
@@ -700,12 +714,12 @@ func (j *job) checkRegion(lbs int64) error {
 			return s.errorf("size", "size= is required (blksim has no existing files to size the job from)")
 		case f.regionOff < 0:
 			return s.errorf("offset", "offset %d is negative", f.regionOff)
-		case f.regionOff%lbs != 0:
-			return s.errorf("offset", "direct IO at offset %d is not aligned to the device's %d-byte logical block size (EINVAL)", f.regionOff, lbs)
-		case j.multi() && s.SeqAdd < 0 && f.regionLen%lbs != 0:
+		case f.regionOff%unit != 0:
+			return s.errorf("offset", "an offset of %d bytes is %s", f.regionOff, why)
+		case j.multi() && s.SeqAdd < 0 && f.regionLen%unit != 0:
 			// Backward steps wrap to the region's end (fio does the same
 			// and fails the IO with EINVAL).
-			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), not aligned to the device's %d-byte logical block size (EINVAL)", f.name, f.regionLen, len(j.files), lbs)
+			return s.errorf("rw", "backward steps wrap to the end of file %q, %d bytes long (nrfiles=%d), %s", f.name, f.regionLen, len(j.files), why)
 		}
 		for d := range 2 {
 			if !usesDir(s, blockdev.Op(d)) {
@@ -953,10 +967,13 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 			j.rateIssue(dir, bs)
 		}
 	} else {
+		if off, ok = j.nextOffset(dir, bs); !ok {
+			*stop = stopDone
+			return io, false
+		}
 		if j.rate.on {
 			j.rateIssue(dir, bs)
 		}
-		off = j.nextOffset(dir, bs)
 	}
 	io = ioReq{dir: dir, file: j.cur, off: off, bs: bs}
 	if dir == blockdev.OpRead && j.verify != nil && j.verify.checkReads {
@@ -1152,11 +1169,23 @@ func (j *job) pickBS(dir blockdev.Op) int64 {
 }
 
 // nextOffset returns the next offset in the current file's region for an
-// IO of bs bytes in direction dir (offsetIn, for a job with one file).
-func (j *job) nextOffset(dir blockdev.Op, bs int64) int64 {
+// IO of bs bytes in direction dir (offsetIn, for a job with one file). As
+// in fio, the file is done when its region is used up (the next
+// sequential IO does not fit, or the random map is exhausted), and then
+// ok is false and the loop ends, unless io_size asks for another round
+// over the file (fio backend.c keep_running). A time_based job's file
+// starts over instead (fio io_u.c get_next_seq_offset and
+// get_next_rand_block, for nr_files == 1).
+func (j *job) nextOffset(dir blockdev.Op, bs int64) (off int64, ok bool) {
 	j.ensureLayout()
-	off, _ := j.offsetIn(j.cur, dir, bs, false)
-	return off
+	finite := !j.spec.TimeBased
+	if off, ok = j.offsetIn(j.cur, dir, bs, finite); ok {
+		return off, true
+	}
+	if !j.newRound() {
+		return 0, false
+	}
+	return j.offsetIn(j.cur, dir, bs, finite)
 }
 
 // offsetIn returns the next offset in f's region for an IO of bs bytes in
@@ -1240,9 +1269,16 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 // direction's previous IO, plus rw=MODE:N's step (fio io_u.c
 // get_next_seq_offset), wrapping at the region's end (to the end, for
 // backward steps). An IO that does not fit before the region's end starts
-// over at 0, or, with finite, fails (ok false).
+// over at 0, or, with finite, fails (ok false); with finite, a previous IO
+// that ended at the region's end fails too, before any hole is added.
 func (j *job) nextSeq(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off int64, ok bool) {
 	pos := f.seq[dir]
+	if finite && pos >= f.regionLen {
+		// fio checks the end of the previous IO against the file's end
+		// before it adds rw=MODE:N's hole: a hole from there does not
+		// wrap, the file is done.
+		return 0, false
+	}
 	if add := j.spec.SeqAdd; add != 0 && pos != 0 {
 		pos += add
 		if pos < 0 || pos >= f.regionLen {

@@ -333,7 +333,10 @@ func (j *job) dryRun() {
 				continue
 			}
 		} else {
-			off = j.nextOffset(dir, bs)
+			var ok bool
+			if off, ok = j.nextOffset(dir, bs); !ok {
+				break
+			}
 		}
 		j.bytes += bs
 		j.ios++
