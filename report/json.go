@@ -36,8 +36,9 @@ import (
 // keys such as "99.990000", when it has samples). Rates are computed as fio
 // does, with integer division by the runtime in msec; they are 0 for a
 // direction that moved no bytes or ran under 1 ms. "trim" is all zeros;
-// "sync" has "total_ios" and "lat_ns", zero, as blksim does not yet
-// report fsync latencies. Then fio's CPU fields: "usr_cpu", "sys_cpu"
+// "sync" has "total_ios" and "lat_ns" of the job's fsync=N and
+// fdatasync=N calls (zero without them; "percentile" when it has samples
+// and clat percentiles are on). Then fio's CPU fields: "usr_cpu", "sys_cpu"
 // (percent of the runtime), "ctx", and "majf" and "minf" (0: page faults
 // are not modelled). fio's bw_*/iops_* sample figures,
 // IO depth and latency distributions are left out: blksim does not measure
@@ -127,8 +128,8 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	}
 	o.add("trim", dirJSON(j, &emptyDir, false))
 	sync := new(jsonObject)
-	sync.add("total_ios", 0)
-	sync.add("lat_ns", latJSON(&emptyDir.Lat, true))
+	sync.add("total_ios", j.Sync.IOs)
+	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
 	o.add("sync", sync)
 	o.add("job_runtime", runtimeMsec(j))
 	usr, sys := j.CPU.Percent()

@@ -27,8 +27,11 @@ import (
 //     direction that moved bytes in at least 1 ms of runtime the "read:"
 //     or "write:" line (IOPS, bandwidth, amount and runtime), the slat,
 //     clat and lat lines for those with samples, and the clat percentile
-//     block (fio's default percentile list), and fio's "cpu" line (usr
-//     and sys percent of the runtime, ctx; majf and minf are 0);
+//     block (fio's default percentile list), for a job that made
+//     fsync=N or fdatasync=N calls the "fsync/fdatasync/sync_file_range:"
+//     block (their "sync" latency line and percentiles, as fio 3.25-3.33
+//     print it), and fio's "cpu" line (usr and sys percent of the
+//     runtime, ctx; majf and minf are 0);
 //   - for each group, "Run status group G (all jobs):" and one line per
 //     direction with the aggregate bandwidth (bytes over the longest
 //     runtime), the per-job bandwidth range, the amount and the runtime
@@ -151,6 +154,12 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 		if d.stats.Bytes != 0 {
 			writeDirNormal(b, j, d)
 		}
+	}
+	if h := &j.Sync.Lat; h.Count() > 0 {
+		// fio's show_ddir_status for DDIR_SYNC.
+		b.WriteString("  fsync/fdatasync/sync_file_range:\n")
+		b.WriteString(latLine("sync", uint64(h.Min()), uint64(h.Max()), h.Mean(), h.Stddev()))
+		b.WriteString(percentileBlock("sync", defaultPercentiles[:], percentiles(h)))
 	}
 	b.WriteString(cpuLine(&j.CPU))
 	if j.Integrity.On {

@@ -89,3 +89,43 @@ func TestWriteJSONWriteback(t *testing.T) {
 	assert.Equal(t, int64(250e6), wb.Total)
 	assert.Equal(t, int64(200e6), wb.Max)
 }
+
+// A job's fsync=N calls: the normal output's
+// "fsync/fdatasync/sync_file_range:" block after its directions, and
+// "sync" in the JSON with their count and latencies.
+func TestWriteSyncLatencies(t *testing.T) {
+	r := sampleResult()
+	j := &r.Groups[0].Jobs[0]
+	for _, ns := range []int64{150000, 200000, 250000} {
+		j.Sync.IOs++
+		j.Sync.Lat.Record(ns)
+	}
+	var b bytes.Buffer
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	out := b.String()
+	i := strings.Index(out, "  fsync/fdatasync/sync_file_range:\n    sync (usec): min=150, max=250, avg=200.00, stdev=")
+	require.GreaterOrEqual(t, i, 0, out)
+	assert.Contains(t, out[i:], "    sync percentiles (usec):\n     |  1.00th=[  151],")
+	assert.Less(t, i, strings.Index(out, "  cpu          :"), "before the cpu line")
+
+	b.Reset()
+	require.NoError(t, WriteJSON(&b, r, Options{OmitWall: true}))
+	var doc struct {
+		Jobs []struct {
+			Sync struct {
+				TotalIOs uint64 `json:"total_ios"`
+				Lat      struct {
+					N          uint64             `json:"N"`
+					Min        int64              `json:"min"`
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"lat_ns"`
+			} `json:"sync"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
+	require.NotEmpty(t, doc.Jobs)
+	assert.Equal(t, uint64(3), doc.Jobs[0].Sync.TotalIOs)
+	assert.Equal(t, uint64(3), doc.Jobs[0].Sync.Lat.N)
+	assert.Equal(t, int64(150000), doc.Jobs[0].Sync.Lat.Min)
+	assert.Contains(t, doc.Jobs[0].Sync.Lat.Percentile, "50.000000")
+}

@@ -28,6 +28,21 @@ type DirStats struct {
 	ClatDist LatencyDist
 }
 
+// SyncStats are a job's fsync and fdatasync calls made for fsync=N or
+// fdatasync=N (fio's sync io_us; end_fsync's is not counted, as fio does
+// not): how many, and their latencies in ns, each from the call to its
+// return.
+type SyncStats struct {
+	IOs uint64
+	Lat latency.Histogram
+}
+
+// Merge adds o's figures to s.
+func (s *SyncStats) Merge(o *SyncStats) {
+	s.IOs += o.IOs
+	s.Lat.Merge(&o.Lat)
+}
+
 // Merge adds o's figures to d.
 func (d *DirStats) Merge(o *DirStats) {
 	d.IOs += o.IOs
@@ -118,6 +133,8 @@ type JobResult struct {
 	Jobs int
 	// Read and Write are the per-direction figures.
 	Read, Write DirStats
+	// Sync holds the job's fsync=N and fdatasync=N calls.
+	Sync SyncStats
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
 	Runtime int64
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):

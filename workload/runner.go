@@ -1036,11 +1036,13 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			if f.hist != nil {
 				j.r.integ.writeEnd(j.stamp, err == nil)
 			}
-			if err == nil {
-				err = j.fsyncEvery(t, f.file)
-			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
+		if err == nil && io.dir == blockdev.OpWrite {
+			// fio's sync io_u after every N writes: a latency of its own,
+			// not part of the write's.
+			err = j.fsyncEvery(t, f.file, begin >= j.statsFrom)
+		}
 		if err != nil {
 			j.fail(err)
 			return stopFailed
@@ -1414,7 +1416,7 @@ func groupResults(jobs []*job) []GroupResult {
 		}
 		merged := gr.Jobs[0]
 		merged.Jobs = len(gr.Jobs)
-		merged.Read, merged.Write, merged.CPU = DirStats{}, DirStats{}, CPUUsage{}
+		merged.Read, merged.Write, merged.CPU, merged.Sync = DirStats{}, DirStats{}, CPUUsage{}, SyncStats{}
 		merged.Integrity = IntegrityStats{}
 		for k := range gr.Jobs {
 			o := &gr.Jobs[k]
@@ -1422,6 +1424,7 @@ func groupResults(jobs []*job) []GroupResult {
 			merged.Write.Merge(&o.Write)
 			merged.CPU.Merge(&o.CPU)
 			merged.Integrity.Merge(&o.Integrity)
+			merged.Sync.Merge(&o.Sync)
 			merged.Runtime = max(merged.Runtime, o.Runtime)
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg
@@ -1434,8 +1437,10 @@ func groupResults(jobs []*job) []GroupResult {
 
 // fsyncEvery issues the fsync (fdatasync) of file f that fsync=N
 // (fdatasync=N) asks for after every N writes, f being the file of the
-// write that made N.
-func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File) error {
+// write that made N; with account (the ramp is over) it counts the call
+// and its latency in the job's Sync figures, as fio accounts its sync
+// io_us.
+func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File, account bool) error {
 	s := j.spec
 	if s.Fsync == 0 && s.Fdatasync == 0 {
 		return nil
@@ -1449,5 +1454,13 @@ func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File) error {
 		return nil
 	}
 	j.writesSinceSync = 0
-	return f.Fsync(t)
+	begin := t.Now() + sim.Time(t.Owed())
+	if err := f.Fsync(t); err != nil {
+		return err
+	}
+	if account {
+		j.res.Sync.IOs++
+		j.res.Sync.Lat.Record(int64(t.Now() + sim.Time(t.Owed()) - begin))
+	}
+	return nil
 }
