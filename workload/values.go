@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -177,6 +178,13 @@ func parseTimeUnit(raw string, unit time.Duration) (time.Duration, error) {
 	}
 	u := unit
 	if s := strings.ToLower(raw[i:]); s != "" {
+		if strings.HasPrefix(s, ".") && countDigits(s[1:]) > 0 {
+			hint := ""
+			if rest := s[1+countDigits(s[1:]):]; (rest == "s" || rest == "" && unit == time.Second) && len(s) <= 5 {
+				hint = fmt.Sprintf(" (%sms for %s)", decimalMillis(raw[:i]+s[:1+countDigits(s[1:])]), raw)
+			}
+			return 0, badValue(raw, "fio reads decimals in times as their integer part (%s); write the time in a smaller unit%s", raw[:i], hint)
+		}
 		var ok bool
 		if u, ok = timeUnits[s]; !ok {
 			return 0, badValue(raw, "unknown time suffix %q: expected %s", raw[i:], timeExpectFor(unit))
@@ -252,4 +260,15 @@ func parseFloat(raw string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// decimalMillis returns a decimal number of seconds with at most three
+// decimals ("1.5") in whole milliseconds ("1500").
+func decimalMillis(num string) string {
+	whole, frac, _ := strings.Cut(num, ".")
+	ms := strings.TrimLeft(whole+(frac+"000")[:3], "0")
+	if ms == "" {
+		return "0"
+	}
+	return ms
 }
