@@ -266,7 +266,7 @@ func parseFloat(raw string) (float64, bool) {
 // decimals ("1.5") in whole milliseconds ("1500").
 func decimalMillis(num string) string {
 	whole, frac, _ := strings.Cut(num, ".")
-	ms := strings.TrimLeft(whole+(frac+"000")[:3], "0")
+	ms := strings.TrimLeft(whole+(frac + "000")[:3], "0")
 	if ms == "" {
 		return "0"
 	}
