@@ -1,6 +1,8 @@
 package blockdev
 
 import (
+	"strconv"
+
 	"github.com/blksim/blksim/sim"
 )
 
@@ -13,12 +15,15 @@ const (
 	OpWrite
 )
 
-// String returns "read" or "write".
+// String returns "read" or "write" ("Op(N)" for any other value).
 func (o Op) String() string {
-	if o == OpWrite {
+	switch o {
+	case OpRead:
+		return "read"
+	case OpWrite:
 		return "write"
 	}
-	return "read"
+	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // BioEnder receives a bio's completion. EndBio runs on the engine goroutine

@@ -305,7 +305,9 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 
 // Submit queues b without a plug. The bio must be aligned to the logical
 // block size; b.End is told when it completes (possibly with an error),
-// never inside Submit. Submit never blocks.
+// never inside Submit. Submit never blocks. A bio that is misaligned or
+// empty, or whose Op is neither OpRead nor OpWrite, fails with an error
+// matching syscall.EINVAL; one beyond the device fails with ErrOutOfRange.
 func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
 
 // submit is submit_bio: check, trace, split, merge or make a request.
@@ -314,6 +316,12 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.remaining = 0
 	// Fix (tests): check alignment to the logical block size (the Device
 	// contract), not only to the sector.
+	if b.Op > OpWrite {
+		// Fix (tests): an unknown Op indexed the per-direction counters
+		// out of range and panicked inside Submit.
+		q.fail(b, fmt.Errorf("blockdev: bio op %v: %w", b.Op, syscall.EINVAL))
+		return
+	}
 	lbs := int64(q.limits.LogicalBlockSize)
 	if b.Bytes <= 0 || b.Bytes%lbs != 0 || b.Sector < 0 || b.Sector*SectorSize%lbs != 0 {
 		q.fail(b, &AlignmentError{Offset: b.Sector * SectorSize, Length: b.Bytes, Align: lbs})

@@ -213,6 +213,23 @@ func TestQueueBeyondCapacity(t *testing.T) {
 	}
 }
 
+// A bio whose Op is neither OpRead nor OpWrite fails with EINVAL, from
+// an event as every failure does, instead of panicking inside Submit.
+func TestQueueBadOp(t *testing.T) {
+	e := newEngine(t)
+	q, rd, _ := newMemQueue(t, e, MemParams{}, QueueOptions{})
+	log := newBioLog(e)
+	b := &Bio{Op: OpWrite + 1, Sector: 0, Bytes: 4096}
+	require.NotPanics(t, func() { log.submit(q, b) })
+	run(t, e)
+	ends := log.ends[b]
+	require.Len(t, ends, 1)
+	assert.False(t, ends[0].InSubmit, "EndBio ran inside Submit")
+	assert.ErrorIs(t, ends[0].Err, syscall.EINVAL)
+	assert.Empty(t, rd.dispatched)
+	assert.Equal(t, "Op(2)", (OpWrite + 1).String())
+}
+
 func TestQueueCheckAlignment(t *testing.T) {
 	for _, tc := range []struct {
 		lbs         int

@@ -28,8 +28,9 @@ const (
 	PolicyTinyLFU = "tinylfu"
 )
 
-// MaxIndex is the largest page index; Range(ino, 0, MaxIndex, fn) walks a
-// whole file.
+// MaxIndex bounds page indexes: every page's index is below it (Add
+// rejects MaxIndex itself), so Range(ino, 0, MaxIndex, fn), whose range is
+// half-open, walks a whole file.
 const MaxIndex = int64(1<<63 - 1)
 
 // Options configure a Cache.
@@ -259,10 +260,15 @@ func (c *Cache) MarkAccessed(p *Page) {
 // limit, Add first evicts one page the policy chooses among those that are
 // clean, unlocked and not under writeback; if there is none it returns
 // ErrNoMemory and changes nothing. If the page exists it returns ErrExist.
-// A negative idx is a model bug and panics.
+// A negative idx, or one of MaxIndex, is a model bug and panics.
 func (c *Cache) Add(ino InodeID, idx int64) (*Page, error) {
 	if idx < 0 {
 		panic(fmt.Sprintf("pagecache: Add(ino %d, index %d): negative index", ino, idx))
+	}
+	if idx == MaxIndex {
+		// Fix (tests): Range's to is exclusive, so a page at MaxIndex
+		// would be resident but missed by Range(ino, 0, MaxIndex, fn).
+		panic(fmt.Sprintf("pagecache: Add(ino %d, index %d): index must be below MaxIndex", ino, idx))
 	}
 	if in := c.inodes[ino]; in != nil {
 		if _, ok := in.pages.Get(ref{idx: idx}); ok {

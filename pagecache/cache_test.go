@@ -127,6 +127,15 @@ func TestAddFindPeek(t *testing.T) {
 			assert.Equal(t, uint64(1), s.Adds)
 
 			assert.Contains(t, panicMsg(func() { _, _ = c.Add(1, -1) }), "negative index")
+			// Range(ino, 0, MaxIndex) walks a whole file, so no page may
+			// sit at MaxIndex itself; the index just below is the last.
+			assert.Contains(t, panicMsg(func() { _, _ = c.Add(4, MaxIndex) }), "below MaxIndex")
+			last, err := c.Add(4, MaxIndex-1)
+			require.NoError(t, err)
+			var seen []*Page
+			c.Range(4, 0, MaxIndex, func(p *Page) bool { seen = append(seen, p); return true })
+			assert.Equal(t, []*Page{last}, seen)
+			last.Unlock()
 			mustCheck(t, c)
 		})
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -229,9 +230,20 @@ func (e *Engine) At(t Time, h Handler, arg uint64) {
 	e.schedule(t, h, arg, false)
 }
 
-// After schedules h.Fire(arg) d after Now.
+// After schedules h.Fire(arg) d after Now (at Now if d <= 0). A d so
+// long that Now+d is past the end of the clock means the end of the
+// clock (math.MaxInt64), which no other event follows.
 func (e *Engine) After(d time.Duration, h Handler, arg uint64) {
-	e.schedule(e.now+Time(d), h, arg, false)
+	e.schedule(e.after(d), h, arg, false)
+}
+
+// after returns Now+d, saturated at the end of the clock: a huge d must
+// not wrap around to a time in the past, which would fire at once.
+func (e *Engine) after(d time.Duration) Time {
+	if d > 0 && e.now > Time(math.MaxInt64)-Time(d) {
+		return Time(math.MaxInt64)
+	}
+	return e.now + Time(d)
 }
 
 // AfterDaemon is After for daemon work: a service thread's timer that
@@ -243,7 +255,7 @@ func (e *Engine) After(d time.Duration, h Handler, arg uint64) {
 // limit set Run stops (see SetStallLimit). A non-daemon task may wait for
 // daemon work, but for less than the stall limit.
 func (e *Engine) AfterDaemon(d time.Duration, h Handler, arg uint64) {
-	e.schedule(e.now+Time(d), h, arg, true)
+	e.schedule(e.after(d), h, arg, true)
 }
 
 // schedule pushes an event at t (not before Now), counting the events
@@ -366,7 +378,13 @@ func (e *Engine) AfterFunc(d time.Duration, fn func()) {
 // panics, or the run has stalled past the stall limit (SetStallLimit). It
 // returns the first panic as a *TaskPanicError or *HandlerPanicError, a
 // stall as a *StallError (calling Run again returns it again), and
-// ErrClosed after Close.
+// ErrClosed after Close (also when a task or handler closes the engine
+// during the run: Run then stops at once).
+//
+// A nil error does not mean every task finished: tasks blocked on a
+// primitive that nothing will release leave no event behind, and Run
+// returns when the rest is done. Tasks counts them (Task.Done tells
+// which). Run must not be called from a task or handler.
 func (e *Engine) Run(until Time) (err error) {
 	if e.closed {
 		return ErrClosed
@@ -380,7 +398,7 @@ func (e *Engine) Run(until Time) (err error) {
 	if in, ok := e.clock.(Inbox); ok {
 		return e.runInbox(in, until)
 	}
-	for e.err == nil && e.heap.len() > 0 {
+	for e.err == nil && !e.closed && e.heap.len() > 0 {
 		next := e.heap.peek()
 		if until >= 0 && next.at > until {
 			// Fix (tests): an until earlier than Now must not move the
@@ -396,17 +414,30 @@ func (e *Engine) Run(until Time) (err error) {
 		e.clock.Advance(next.at)
 		e.dispatch()
 	}
-	if until >= 0 && e.err == nil && e.now < until {
+	return e.runEnd(until)
+}
+
+// runEnd is the end of Run's loops: the run's error, else ErrClosed if a
+// task or handler closed the engine, else nil with the clock moved on to
+// until.
+func (e *Engine) runEnd(until Time) error {
+	if e.err != nil {
+		return e.err
+	}
+	if e.closed {
+		return ErrClosed
+	}
+	if until >= 0 && e.now < until {
 		e.now = until
 	}
-	return e.err
+	return nil
 }
 
 // runInbox is Run's loop on an Inbox clock: before each event it moves
 // the arrived deliveries into the heap, and with nothing scheduled it waits
 // for the deliveries still outstanding instead of returning.
 func (e *Engine) runInbox(in Inbox, until Time) error {
-	for e.err == nil {
+	for e.err == nil && !e.closed {
 		in.Drain(e)
 		if e.heap.len() == 0 {
 			if in.Outstanding() <= 0 {
@@ -430,10 +461,7 @@ func (e *Engine) runInbox(in Inbox, until Time) error {
 		}
 		e.dispatch()
 	}
-	if until >= 0 && e.err == nil && e.now < until {
-		e.now = until
-	}
-	return e.err
+	return e.runEnd(until)
 }
 
 // Pending reports how many events are scheduled.
@@ -441,18 +469,30 @@ func (e *Engine) Pending() int { return e.heap.len() }
 
 // Close stops every task that has not finished, so that no coroutine (and
 // no goroutine behind it) outlives the engine. Deferred functions in the
-// tasks run; they must not block. Close is idempotent.
+// tasks run; they must not block (a blocking call there unwinds the rest
+// of the task). Close may be called from a task or handler: Run then
+// returns ErrClosed after the calling task or handler returns, and a task
+// that closed the engine ends at its next blocking call, or when its
+// function returns. Close returns the first panic of the run (the error
+// Run returned, or a panic in a deferred function Close ran), else nil.
+// It is idempotent; later calls return nil.
 func (e *Engine) Close() error {
 	if e.closed {
 		return nil
 	}
 	e.closed = true
 	for _, t := range e.tasks {
-		if t.state != taskDone {
-			t.stopping = true
-			t.stop()
-			t.state = taskDone
+		if t.state == taskDone {
+			continue
 		}
+		t.stopping = true
+		if t == e.current {
+			// The caller's own coroutine cannot be stopped from inside:
+			// it unwinds at its next park (parkAs) or returns.
+			continue
+		}
+		t.stop()
+		t.state = taskDone
 	}
 	e.tasks = nil
 	e.live = 0

@@ -34,7 +34,7 @@ type LockModeStats struct {
 type LockStats struct {
 	// Name identifies the lock, e.g. "ext4:i_rwsem:file0".
 	Name string
-	// Kind is "rwsem", "mutex" or "semaphore".
+	// Kind is "rwsem" or "mutex" (a Semaphore keeps no lock statistics).
 	Kind string
 	// Read holds shared acquisitions (rwsem down_read); zero for mutexes.
 	Read LockModeStats

@@ -126,7 +126,7 @@ type heldLock struct {
 
 // Go creates a task named name that runs fn, starting at the current time
 // (after events already scheduled for it). The name appears in panics and
-// statistics.
+// statistics. On a closed engine the task never runs (it is Done at once).
 func (e *Engine) Go(name string, fn func(t *Task)) *Task {
 	t := &Task{e: e, name: name, id: e.nextID, cpu: -1}
 	e.nextID++
@@ -191,12 +191,20 @@ func (t *Task) Fire(uint64) {
 	if !ok {
 		t.state = taskDone
 		t.running = false
+		if e.closed {
+			return // Close already counted and dropped it
+		}
 		if !t.daemon {
 			e.live--
 		}
 		e.reap()
 	}
 }
+
+// Done reports whether the task has ended: its function returned or
+// panicked, or Close stopped it. A task created on a closed engine is done
+// at once. It may be called from anywhere on the engine goroutine.
+func (t *Task) Done() bool { return t.state == taskDone }
 
 // reap drops finished tasks from the live list once enough accumulate.
 func (e *Engine) reap() {
@@ -262,13 +270,17 @@ func (t *Task) ownerLeftCPU() {
 	}
 }
 
-// wake schedules a parked task to run after d.
+// wake schedules a parked task to run after d. A task that Close is
+// stopping is never scheduled again (its next park unwinds it).
 func (t *Task) wake(d time.Duration) {
+	if t.stopping {
+		return
+	}
 	if t.pending {
 		panic("sim: task " + t.name + " woken twice")
 	}
 	t.pending = true
-	t.e.schedule(t.e.now+Time(d), t, 0, t.daemon || t.polling)
+	t.e.schedule(t.e.after(d), t, 0, t.daemon || t.polling)
 }
 
 // Charge adds d of CPU time that the task will run at its next engine

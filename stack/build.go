@@ -41,7 +41,10 @@ type Stack struct {
 }
 
 // Close stops the writeback flusher, every task and the page cache's
-// helpers. It is idempotent.
+// helpers, and closes a real device. It returns the first error of
+// closing the filesystem, the engine (the run's first panic, as
+// sim.Engine.Close returns it) and the real device, else nil. It is
+// idempotent.
 func (s *Stack) Close() error {
 	err := s.FS.Close()
 	if e := s.Engine.Close(); err == nil {

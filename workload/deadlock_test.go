@@ -66,6 +66,7 @@ func TestRunReportsStallAsDeadlock(t *testing.T) {
 
 			var stall *sim.StallError
 			require.ErrorAs(t, err, &stall)
+			assert.ErrorIs(t, err, ErrDeadlock)
 			want := `^workload: 1 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\): stuck-fsync$`
 			if tt.paused {
 				want = `^workload: 2 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\): fio:w:0, stuck-fsync$`
@@ -156,9 +157,29 @@ func TestRunEngineDeadlocks(t *testing.T) {
 			}
 			err := runEngine(e, time.Hour)
 			require.EqualError(t, err, tt.want)
+			assert.ErrorIs(t, err, ErrDeadlock)
 			assert.Equal(t, tt.stall, errors.As(err, new(*sim.StallError)))
 			assert.Equal(t, sim.Time(tt.wantAt), e.Now())
 			assert.Equal(t, tt.limit, e.StallLimit(), "the caller's limit is kept")
 		})
 	}
+}
+
+// A task left blocked when no event remains (nothing ticks, so no stall
+// is detected) is a deadlock too, and matches ErrDeadlock.
+func TestRunReportsBlockedTaskAsDeadlock(t *testing.T) {
+	st, err := stack.Build(stack.Default(), 1)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	st.Engine.Go("stuck", func(tk *sim.Task) {
+		var never sim.Completion
+		never.Wait(tk)
+	})
+	specs := parseString(t, "[r]\nrw=randread\nbs=4k\nsize=64k\ndirect=1\nioengine=psync\n")
+	_, err = Run(st.Engine, st.FS, specs, RunOptions{AppPerIO: st.AppPerIO})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrDeadlock)
+	var stall *sim.StallError
+	assert.False(t, errors.As(err, &stall), "no event was left: not a stall")
+	assert.Regexp(t, `^workload: 1 jobs blocked forever at [0-9.]+(µs|ms|s) \(a model deadlock\)$`, err.Error())
 }

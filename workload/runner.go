@@ -69,6 +69,15 @@ func (d deadlockError) Error() string {
 
 func (d deadlockError) Unwrap() error { return d.stall }
 
+// Is makes a stall match ErrDeadlock.
+func (d deadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+// ErrDeadlock is matched (errors.Is) by Run's error for jobs blocked
+// forever, a model deadlock: whether the engine stalled past its stall
+// limit (the error then also wraps the *sim.StallError) or ran out of
+// events with tasks still blocked.
+var ErrDeadlock = errors.New("model deadlock")
+
 // runEngine runs e to the end with the stall limit, unless the caller set
 // one, and reports jobs left blocked (a model deadlock) as an error.
 func runEngine(e *sim.Engine, limit time.Duration) error {
@@ -84,7 +93,7 @@ func runEngine(e *sim.Engine, limit time.Duration) error {
 		return err
 	}
 	if n := e.Tasks(); n != 0 {
-		return fmt.Errorf("workload: %d jobs blocked forever at %v (a model deadlock)", n, e.Now())
+		return fmt.Errorf("workload: %d jobs blocked forever at %v (a %w)", n, e.Now(), ErrDeadlock)
 	}
 	return nil
 }
@@ -185,8 +194,9 @@ type job struct {
 // them: a stonewall job waits for every job before it, a wait_for job for
 // the jobs it names, and startdelay counts from the start of the run. The
 // same engine seed, stack and jobs give the same result. Jobs blocked
-// forever (a model deadlock) end the run with an error; unless the caller
-// set a stall limit on e, Run sets one (an hour) while it runs.
+// forever (a model deadlock) end the run with an error matching
+// ErrDeadlock; unless the caller set a stall limit on e, Run sets one (an
+// hour) while it runs.
 func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Result, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w: no jobs", ErrJob)
