@@ -163,6 +163,19 @@ func NewQueue(e *sim.Engine, dev Device, opt QueueOptions) (*Queue, error) {
 	if lim.MaxHWSectorsKB <= 0 || lim.QueueDepth <= 0 {
 		return nil, fmt.Errorf("blockdev: %s: max_hw_sectors_kb and queue depth must be positive", name)
 	}
+	for _, o := range []struct {
+		key string
+		v   int
+	}{
+		{"max_sectors_kb", opt.MaxSectorsKB}, {"max_segments", opt.MaxSegments},
+		{"max_segment_size", opt.MaxSegmentSize}, {"nr_requests", opt.NrRequests},
+		{"hw_queues", opt.HWQueues}, {"fifo_batch", opt.Deadline.FifoBatch},
+		{"quantum", opt.CFQ.Quantum},
+	} {
+		if o.v < 0 {
+			return nil, fmt.Errorf("blockdev: %s: %s %d must not be negative (0 means the default)", name, o.key, o.v)
+		}
+	}
 	q := &Queue{e: e, dev: dev, limits: lim, opt: opt}
 	kb := lim.MaxHWSectorsKB
 	if opt.MaxSectorsKB > 0 {

@@ -380,6 +380,13 @@ func TestNewQueueOptions(t *testing.T) {
 		{"negative depth", MemParams{QueueDepth: -1}, QueueOptions{}, "queue depth", 0, 0},
 		{"nr_requests caps depth", MemParams{QueueDepth: 64}, QueueOptions{NrRequests: 8}, "", 1024 * KiB, 8},
 		{"nr_requests never raises depth", MemParams{QueueDepth: 64}, QueueOptions{NrRequests: 128}, "", 1024 * KiB, 64},
+		{"negative max_sectors_kb", MemParams{}, QueueOptions{MaxSectorsKB: -1}, "max_sectors_kb -1 must not be negative", 0, 0},
+		{"negative nr_requests", MemParams{}, QueueOptions{NrRequests: -8}, "nr_requests -8 must not be negative", 0, 0},
+		{"negative max_segments", MemParams{}, QueueOptions{MaxSegments: -1}, "max_segments", 0, 0},
+		{"negative max_segment_size", MemParams{}, QueueOptions{MaxSegmentSize: -1}, "max_segment_size", 0, 0},
+		{"negative hw queues", MemParams{}, QueueOptions{HWQueues: -2}, "hw_queues", 0, 0},
+		{"negative fifo_batch", MemParams{}, QueueOptions{Scheduler: SchedMQDeadline, Deadline: DeadlineOptions{FifoBatch: -1}}, "fifo_batch", 0, 0},
+		{"negative quantum", MemParams{}, QueueOptions{Scheduler: SchedCFQ, CFQ: CFQOptions{Quantum: -1}}, "quantum", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t)

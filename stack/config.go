@@ -300,13 +300,16 @@ func (c *Config) SetArg(arg string) error {
 	return c.Set(strings.TrimSpace(k), strings.TrimSpace(v), "--set "+strings.TrimSpace(k))
 }
 
+// intMin holds the integer keys whose smallest value is above 0.
+var intMin = map[string]int64{"host.cpus": 1}
+
 func checkValue(def *keyDef, v string) error {
 	var err error
 	switch def.kind {
 	case kBool:
 		_, err = units.ParseBool(v)
 	case kInt:
-		_, err = units.ParseInt(v, 0, 1<<20)
+		_, err = units.ParseInt(v, intMin[def.name], 1<<20)
 	case kSize:
 		_, err = units.ParseSize(v)
 	case kDuration:

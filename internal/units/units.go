@@ -52,8 +52,11 @@ func ParseDuration(s string) (time.Duration, error) {
 		return time.Duration(n), nil
 	}
 	d, err := time.ParseDuration(t)
-	if err != nil || d < 0 {
+	if err != nil {
 		return 0, fmt.Errorf("%w: %q is not a duration (like 60us or 1.6ms)", ErrSyntax, s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: %q: a duration must not be negative", ErrSyntax, s)
 	}
 	return d, nil
 }

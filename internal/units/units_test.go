@@ -128,7 +128,12 @@ func TestParseDurationErrors(t *testing.T) {
 			got, err := ParseDuration(in)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrSyntax)
-			assert.Contains(t, err.Error(), "is not a duration")
+			if in == "-1ms" || in == "-0.5s" {
+				// a duration, but negative: said so
+				assert.Contains(t, err.Error(), "must not be negative")
+			} else {
+				assert.Contains(t, err.Error(), "is not a duration")
+			}
 			assert.Contains(t, err.Error(), `"`+in+`"`)
 			assert.Zero(t, got)
 		})
