@@ -308,8 +308,15 @@ type AlignmentError struct {
 	Offset, Length, Align int64
 }
 
-// Error names the offset, the length and the required alignment.
+// Error names the offset, the length and the required alignment; an
+// empty IO or one at a negative offset is said to be so.
 func (e *AlignmentError) Error() string {
+	switch {
+	case e.Length <= 0:
+		return fmt.Sprintf("offset %d length %d: an IO needs a positive length: %v", e.Offset, e.Length, syscall.EINVAL)
+	case e.Offset < 0:
+		return fmt.Sprintf("offset %d length %d: negative offset: %v", e.Offset, e.Length, syscall.EINVAL)
+	}
 	return fmt.Sprintf("offset %d length %d not aligned to %d bytes: %v", e.Offset, e.Length, e.Align, syscall.EINVAL)
 }
 

@@ -142,14 +142,15 @@ func TestQueueMisalignedBio(t *testing.T) {
 		lbs    int
 		sector int64
 		bytes  int64
+		why    string // what the message says is wrong
 	}{
-		{"100 bytes", 512, 8, 100},
-		{"513 bytes", 512, 0, 513},
-		{"zero length", 512, 0, 0},
-		{"negative length", 512, 0, -512},
-		{"negative sector", 512, -1, 4096},
-		{"512 bytes on 4k device", 4096, 0, 512},
-		{"offset 512 on 4k device", 4096, 1, 4096},
+		{"100 bytes", 512, 8, 100, "not aligned to 512 bytes"},
+		{"513 bytes", 512, 0, 513, "not aligned to 512 bytes"},
+		{"zero length", 512, 0, 0, "an IO needs a positive length"},
+		{"negative length", 512, 0, -512, "an IO needs a positive length"},
+		{"negative sector", 512, -1, 4096, "negative offset"},
+		{"512 bytes on 4k device", 4096, 0, 512, "not aligned to 4096 bytes"},
+		{"offset 512 on 4k device", 4096, 1, 4096, "not aligned to 4096 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t)
@@ -168,7 +169,7 @@ func TestQueueMisalignedBio(t *testing.T) {
 			assert.Equal(t, int64(tc.lbs), ae.Align)
 			assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", tc.sector*SectorSize))
 			assert.Contains(t, err.Error(), fmt.Sprintf("length %d", tc.bytes))
-			assert.Contains(t, err.Error(), fmt.Sprintf("%d bytes", tc.lbs))
+			assert.Contains(t, err.Error(), tc.why)
 			assert.Empty(t, rd.dispatched)
 			assert.Zero(t, q.Stats().IOs)
 		})
@@ -261,6 +262,11 @@ func TestQueueCheckAlignment(t *testing.T) {
 			var ae *AlignmentError
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, AlignmentError{Offset: tc.off, Length: tc.length, Align: int64(tc.lbs)}, *ae)
+			switch {
+			case tc.length <= 0:
+				assert.Contains(t, err.Error(), fmt.Sprintf("offset %d length %d: an IO needs a positive length", tc.off, tc.length))
+				return
+			}
 			assert.Contains(t, err.Error(), fmt.Sprintf("offset %d length %d not aligned to %d bytes", tc.off, tc.length, tc.lbs))
 		})
 	}
