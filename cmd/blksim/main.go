@@ -431,14 +431,9 @@ func definesJob(opts []workload.CommandLineOption) bool {
 	return false
 }
 
-// parseEmbedded parses a job file shipped in the binary; BS defaults to 4k
-// for the default experiment.
-func parseEmbedded(name string, env func(string) (string, bool)) ([]workload.JobSpec, error) {
-	return parseEmbeddedWith(name, workload.ParseOptions{Env: env})
-}
-
-// parseEmbeddedWith is parseEmbedded with parse options (the command
-// line's overrides, the host's facts).
+// parseEmbeddedWith parses a job file shipped in the binary with parse
+// options (the command line's overrides, the host's facts); BS defaults
+// to 4k for the default experiment.
 func parseEmbeddedWith(name string, opt workload.ParseOptions) ([]workload.JobSpec, error) {
 	data, err := fs.ReadFile(blksim.Testdata, name)
 	if err != nil {

@@ -481,8 +481,9 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		}
 		// The rows' variables only: the caller's environment must not
 		// change a published comparison.
+		// $ncpus and $mb_memory are the row's simulated host's, as in run.
 		lookup := overlayEnv(nil, rep.Env)
-		popt := workload.ParseOptions{Env: lookup}
+		popt := workload.ParseOptions{Env: lookup, Host: simulatedHost(cfg)}
 		for _, o := range pub.Options {
 			k, v, hasValue := strings.Cut(o, "=")
 			k = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(k), "--"))
