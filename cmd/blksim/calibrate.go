@@ -181,7 +181,7 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(&st, "# Stack for simulated runs that predict real runs on %s (blksim calibrate\n# --measure %s: %s):\n", sp, *measure, predicts)
 	fmt.Fprintf(&st, "# the calibrated profile, and the host costs a real device's latency already\n# contains set to 0, as blksim run --device does.\n")
-	fmt.Fprintf(&st, "device.profile = %q\n", filepath.Base(*out))
+	fmt.Fprintf(&st, "device.profile = %q\n", profileRef(*out))
 	for _, k := range stack.RealCostKeys() {
 		fmt.Fprintf(&st, "%s = \"0\"\n", k)
 	}
@@ -191,6 +191,18 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "calibrated %s (--measure %s, %d-byte blocks, %d MiB measured, medians of %d runs):\n%s\nwrote %s and %s\n",
 		sp, *measure, lim.LogicalBlockSize, region>>20, *repeat, rep.String(), *out, stackPath)
 	return nil
+}
+
+// profileRef is how the stack file written beside the profile at out
+// names it: its file name, relative to the stack file's directory. A name
+// that does not end in .toml gets a "./" prefix, since device.profile
+// reads a bare name as an embedded profile's.
+func profileRef(out string) string {
+	name := filepath.Base(out)
+	if !strings.HasSuffix(name, ".toml") {
+		return "./" + name
+	}
+	return name
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
