@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,6 +54,10 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	var pos []string
 	for rest := args; ; {
 		if err := fl.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				usage(stdout)
+				return nil
+			}
 			return bad("calibrate: %v", err)
 		}
 		if fl.NArg() == 0 {
