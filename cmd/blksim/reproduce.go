@@ -451,7 +451,8 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		if err != nil {
 			return rowFail("%v", err)
 		}
-		rep.Metrics = orderMetrics(append(rep.Metrics, sized...))
+		// An empty list, not null, in the JSON of a row stated only in ratios.
+		rep.Metrics = orderMetrics(append([]report.ReproMetric{}, append(rep.Metrics, sized...)...))
 		if len(rep.Metrics) == 0 && !inRatio(pub.Ratios, name) {
 			return rowFail("no published metric (want some of %s, or a ratio naming the row)", metricKeys())
 		}

@@ -402,3 +402,40 @@ read_requests_4096 = 1
 	require.Len(t, withRatio.Experiments[0].Ratios, 1)
 	assert.Equal(t, "read_requests_4k", withRatio.Experiments[0].Ratios[0].Metric)
 }
+
+// A row stated only in ratios has "metrics": [] in the JSON, a list like
+// every other row's, not null.
+func TestReproduceJSONEmptyMetrics(t *testing.T) {
+	root := experiment(t, "exp", map[string]string{
+		"small.fio": bsJob, "stack.toml": smallStack, "published.toml": `source = "s"
+tolerance = 1000
+[env]
+BS = "4k"
+[rows.a]
+stack = "stack.toml"
+[rows.b]
+stack = "stack.toml"
+set = ["host.cpus=8"]
+read_mibs = 1
+[ratios.r]
+of = "b"
+over = "a"
+metric = "read_mibs"
+published = 1
+`})
+	r := runCLI(t, deterministic, "reproduce", "--dir", root, "--output-format", "json")
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stdout, `"metrics": null`)
+	var out struct {
+		Experiments []struct {
+			Rows []struct {
+				Metrics []any `json:"metrics"`
+			} `json:"rows"`
+		} `json:"experiments"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Experiments, 1)
+	require.Len(t, out.Experiments[0].Rows, 2)
+	assert.NotNil(t, out.Experiments[0].Rows[0].Metrics)
+	assert.Empty(t, out.Experiments[0].Rows[0].Metrics)
+}
