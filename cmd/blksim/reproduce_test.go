@@ -439,3 +439,21 @@ published = 1
 	assert.NotNil(t, out.Experiments[0].Rows[0].Metrics)
 	assert.Empty(t, out.Experiments[0].Rows[0].Metrics)
 }
+
+// An unknown key, and a row's error, name the line of published.toml
+// they are on (the key's, or the row's table header).
+func TestReproducePublishedErrorLines(t *testing.T) {
+	head := "source = \"s\"\ntolerance = 0.1\n"
+	row := "\n[rows.r]\nbs = \"4k\"\nstack = \"stack.toml\"\nread_mibs = 10\n"
+	for _, tc := range []struct{ published, want string }{
+		{head + row + "read_mib = 3\n", `published.toml:8: unknown key "rows.r.read_mib"`},
+		{head + "frob = 1\n" + row, `published.toml:3: unknown key "frob"`},
+		{head + row + "tolerance = -1\n", "published.toml:4: rows.r: tolerance -1"},
+		{head + "[rows.r]\nstack = \"nope.toml\"\nread_mibs = 1\n", `published.toml:3: rows.r: stack "nope.toml"`},
+	} {
+		root := experiment(t, "exp", map[string]string{"small.fio": bsJob, "stack.toml": smallStack, "published.toml": tc.published})
+		r := runCLI(t, deterministic, "reproduce", "--dir", root)
+		assert.Equal(t, exitBadArgs, r.status, "stderr: %s", r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
+	}
+}
