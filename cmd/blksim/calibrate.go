@@ -95,8 +95,13 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("calibrate: %w", err)}
 	}
-	if err := checkOutputPath("calibrate", *out); err != nil {
-		return err
+	// Both outputs are checked before measuring, so that one is not
+	// written without the other.
+	stackPath := strings.TrimSuffix(*out, ".toml") + ".stack.toml"
+	for _, p := range []string{*out, stackPath} {
+		if err := checkOutputPath("calibrate", p); err != nil {
+			return err
+		}
 	}
 	w := cfg.NewWallClock()
 	e := sim.New(sim.Options{Clock: w})
@@ -178,7 +183,6 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	if err := emit(io.Discard, *out, text.Bytes()); err != nil {
 		return err
 	}
-	stackPath := strings.TrimSuffix(*out, ".toml") + ".stack.toml"
 	var st bytes.Buffer
 	predicts := "fio's (the kernel's) runs"
 	if *measure == "engine" {

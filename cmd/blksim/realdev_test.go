@@ -161,3 +161,18 @@ func TestCalibrateOutWithoutTomlSuffix(t *testing.T) {
 	require.Equal(t, exitOK, status, errOut.String())
 	assert.Contains(t, stdout.String(), "read: IOPS=")
 }
+
+// calibrate checks both of its outputs before measuring: a stack file
+// path that cannot be written is bad input, and the profile is not
+// written either.
+func TestCalibrateStackOutputChecked(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "cal.stack.toml"), 0o755))
+	var stdout, errOut bytes.Buffer
+	status := run([]string{"calibrate", "file:" + filepath.Join(dir, "dev.dat") + ",size=8m", "--out", filepath.Join(dir, "cal.toml"),
+		"--time", "10ms", "--repeat", "1", "--region", "4m"}, &stdout, &errOut, noEnv)
+	assert.Equal(t, exitBadArgs, status, errOut.String())
+	assert.Contains(t, errOut.String(), "cal.stack.toml: is a directory")
+	assert.NoFileExists(t, filepath.Join(dir, "cal.toml"))
+	assert.NoFileExists(t, filepath.Join(dir, "dev.dat"))
+}
