@@ -207,6 +207,11 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 	}
 	dev, err := blockdev.NewFromProfile(e, vals)
 	if err != nil {
+		if _, ok := vals["kind"]; !ok {
+			// No key to name: name the profile (not a device profile at
+			// all, perhaps a host profile).
+			return nil, fmt.Errorf("%s: %w: %v", src, ErrConfig, err)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return dev, nil

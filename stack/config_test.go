@@ -718,3 +718,17 @@ func TestProfilePathFromCompareRelativeToWorkingDir(t *testing.T) {
 		assert.Equal(t, 5, st.Engine.Host().CPUs, where)
 	}
 }
+
+// A device profile without a kind (here a host profile given by mistake)
+// is an error naming the file, since there is no key to name.
+func TestDeviceProfileWithoutKindNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.toml")
+	require.NoError(t, os.WriteFile(path, []byte("cpus = 4\n"), 0o644))
+	c := stack.Default()
+	require.NoError(t, c.SetArg("device.profile="+path))
+	_, err := build(t, c)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, stack.ErrConfig)
+	assert.Contains(t, err.Error(), path+": ")
+	assert.Contains(t, err.Error(), `no "kind" key`)
+}
