@@ -174,9 +174,10 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 	if strings.HasSuffix(name, ".toml") || strings.ContainsRune(name, os.PathSeparator) {
 		path := name
 		// Fix (tests): only a path written in the stack file is relative to
-		// the file's directory; a --set path is relative to the working
-		// directory, as every other command-line path.
-		if !filepath.IsAbs(path) && c.dir != "" && !strings.HasPrefix(c.Where("device.profile"), "--set") {
+		// the file's directory; a --set (or compare --variant/--sweep) path
+		// is relative to the working directory, as every other
+		// command-line path.
+		if !filepath.IsAbs(path) && c.dir != "" && !fromCommandLine(c.Where("device.profile")) {
 			path = filepath.Join(c.dir, path)
 		}
 		src = path
@@ -209,6 +210,11 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 	}
 	dev, err := blockdev.NewFromProfile(e, vals)
 	if err != nil {
+		if _, ok := vals["kind"]; !ok {
+			// No key to name: name the profile (not a device profile at
+			// all, perhaps a host profile).
+			return nil, fmt.Errorf("%s: %w: %v", src, ErrConfig, err)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return dev, nil

@@ -254,7 +254,11 @@ func (c *Config) merge(name string, data []byte) error {
 }
 
 // Set assigns key = value, checking the key exists and the value has its
-// type; where ("file:line" or "--set") is kept for later errors.
+// type; where ("file:line" or "--set") is kept for later errors. A where
+// that starts with "--" ("--set KEY", compare's "--variant NAME" and
+// "--sweep KEY") is a command-line option: a profile path it gives is
+// relative to the working directory; any other where's is relative to the
+// stack file's directory.
 func (c *Config) Set(key, value, where string) error {
 	if _, _, ok := classKey(key); ok {
 		if _, err := units.ParseBool(value); err != nil {
@@ -290,6 +294,10 @@ func (c *Config) Set(key, value, where string) error {
 	c.where[key] = where
 	return nil
 }
+
+// fromCommandLine reports whether where (as given to Set) is a
+// command-line option rather than a file.
+func fromCommandLine(where string) bool { return strings.HasPrefix(where, "--") }
 
 // SetArg applies a "KEY=VALUE" command-line override.
 func (c *Config) SetArg(arg string) error {

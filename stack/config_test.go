@@ -687,3 +687,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// compare's --variant and --sweep are command-line options too: a device
+// or host profile path they give is relative to the working directory,
+// not to the --stack file's directory.
+func TestProfilePathFromCompareRelativeToWorkingDir(t *testing.T) {
+	dir := t.TempDir()
+	stackPath := filepath.Join(dir, "stack.toml")
+	require.NoError(t, os.WriteFile(stackPath, []byte("fs = \"ext4\"\n"), 0o644))
+	writeMemProfile(t, filepath.Join(dir, "mem.toml"), "in-stack-dir")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "host.toml"), []byte("cpus = 3\n"), 0o644))
+
+	local := t.TempDir()
+	writeMemProfile(t, filepath.Join(local, "mem.toml"), "in-working-dir")
+	require.NoError(t, os.WriteFile(filepath.Join(local, "host.toml"), []byte("cpus = 5\n"), 0o644))
+	t.Chdir(local)
+
+	for _, where := range []string{"--variant b", "--sweep device.profile"} {
+		c, err := stack.Load(stackPath)
+		require.NoError(t, err)
+		require.NoError(t, c.Set("device.profile", "mem.toml", where))
+		require.NoError(t, c.Set("host.profile", "host.toml", where))
+		st, err := build(t, c)
+		require.NoError(t, err, where)
+		assert.Equal(t, "in-working-dir", st.Device.Name(), where)
+		assert.Equal(t, 5, st.Engine.Host().CPUs, where)
+	}
+}
+
+// A device profile without a kind (here a host profile given by mistake)
+// is an error naming the file, since there is no key to name.
+func TestDeviceProfileWithoutKindNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "host.toml")
+	require.NoError(t, os.WriteFile(path, []byte("cpus = 4\n"), 0o644))
+	c := stack.Default()
+	require.NoError(t, c.SetArg("device.profile="+path))
+	_, err := build(t, c)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, stack.ErrConfig)
+	assert.Contains(t, err.Error(), path+": ")
+	assert.Contains(t, err.Error(), `no "kind" key`)
+}

@@ -16,16 +16,17 @@ import (
 
 // loadHostProfile reads the host profile name (set at where): an embedded
 // profile (testdata/hosts/NAME.toml) or a path ending in .toml, relative
-// to the stack file's directory when the stack file set it. A profile is
-// flat TOML whose keys are host.* stack keys without the "host." prefix
-// ("cpus = 72"); it returns the values by full key.
+// to the stack file's directory when the stack file set it (else to the
+// working directory). A profile is flat TOML whose keys are host.* stack
+// keys without the "host." prefix ("cpus = 72"); it returns the values by
+// full key.
 func (c *Config) loadHostProfile(name, where string) (map[string]profileValue, error) {
 	var data []byte
 	var err error
 	src := name
 	if strings.HasSuffix(name, ".toml") || strings.ContainsRune(name, os.PathSeparator) {
 		path := name
-		if !filepath.IsAbs(path) && c.dir != "" && !strings.HasPrefix(where, "--set") {
+		if !filepath.IsAbs(path) && c.dir != "" && !fromCommandLine(where) {
 			path = filepath.Join(c.dir, path)
 		}
 		src = path

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,6 +54,10 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	var pos []string
 	for rest := args; ; {
 		if err := fl.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				usage(stdout)
+				return nil
+			}
 			return bad("calibrate: %v", err)
 		}
 		if fl.NArg() == 0 {
@@ -90,8 +95,13 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError{fmt.Errorf("calibrate: %w", err)}
 	}
-	if err := checkOutputPath("calibrate", *out); err != nil {
-		return err
+	// Both outputs are checked before measuring, so that one is not
+	// written without the other.
+	stackPath := strings.TrimSuffix(*out, ".toml") + ".stack.toml"
+	for _, p := range []string{*out, stackPath} {
+		if err := checkOutputPath("calibrate", p); err != nil {
+			return err
+		}
 	}
 	w := cfg.NewWallClock()
 	e := sim.New(sim.Options{Clock: w})
@@ -173,7 +183,6 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	if err := emit(io.Discard, *out, text.Bytes()); err != nil {
 		return err
 	}
-	stackPath := strings.TrimSuffix(*out, ".toml") + ".stack.toml"
 	var st bytes.Buffer
 	predicts := "fio's (the kernel's) runs"
 	if *measure == "engine" {
@@ -181,7 +190,7 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(&st, "# Stack for simulated runs that predict real runs on %s (blksim calibrate\n# --measure %s: %s):\n", sp, *measure, predicts)
 	fmt.Fprintf(&st, "# the calibrated profile, and the host costs a real device's latency already\n# contains set to 0, as blksim run --device does.\n")
-	fmt.Fprintf(&st, "device.profile = %q\n", filepath.Base(*out))
+	fmt.Fprintf(&st, "device.profile = %q\n", profileRef(*out))
 	for _, k := range stack.RealCostKeys() {
 		fmt.Fprintf(&st, "%s = \"0\"\n", k)
 	}
@@ -191,6 +200,18 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "calibrated %s (--measure %s, %d-byte blocks, %d MiB measured, medians of %d runs):\n%s\nwrote %s and %s\n",
 		sp, *measure, lim.LogicalBlockSize, region>>20, *repeat, rep.String(), *out, stackPath)
 	return nil
+}
+
+// profileRef is how the stack file written beside the profile at out
+// names it: its file name, relative to the stack file's directory. A name
+// that does not end in .toml gets a "./" prefix, since device.profile
+// reads a bare name as an embedded profile's.
+func profileRef(out string) string {
+	name := filepath.Base(out)
+	if !strings.HasSuffix(name, ".toml") {
+		return "./" + name
+	}
+	return name
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,8 +38,11 @@ func parseInterspersed(fl *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // checkOutputPath reports bad input if --output names a file that cannot
-// be written later: its directory must exist, and the path must not be a
-// directory. It is called before any simulation runs.
+// be written later: the path must not be a directory, and, unless it is an
+// existing device, FIFO or the like (written in place), the directory the
+// output will be renamed into must exist and take a new file. It is called
+// before any simulation runs, so that an unwritable path fails at once
+// with status 2 rather than after the run.
 func checkOutputPath(cmd, path string) error {
 	if path == "" {
 		return nil
@@ -46,7 +50,14 @@ func checkOutputPath(cmd, path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return bad("%s: --output %s: is a directory", cmd, path)
 	}
-	dir := filepath.Dir(path)
+	target, special, err := outputTarget(path)
+	if err != nil {
+		return bad("%s: --output %s: %v", cmd, path, err)
+	}
+	if special {
+		return nil
+	}
+	dir := filepath.Dir(target)
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return bad("%s: --output %s: %v", cmd, path, err)
@@ -54,7 +65,38 @@ func checkOutputPath(cmd, path string) error {
 	if !fi.IsDir() {
 		return bad("%s: --output %s: %s is not a directory", cmd, path, dir)
 	}
+	// Probe: the output is written as a temporary file in dir.
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(target)+".probe*")
+	if err != nil {
+		return bad("%s: --output %s: cannot create a file in %s: %v", cmd, path, dir, errors.Unwrap(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return nil
+}
+
+// outputTarget returns the file an --output path names: the path itself,
+// or, if it is a symbolic link to a regular file, the file it points to
+// (which is replaced, leaving the link in place). special reports an
+// existing file that is not a regular file, such as /dev/stdout on a pipe
+// or terminal, /dev/null or a FIFO: it cannot be replaced and is written
+// in place.
+func outputTarget(path string) (target string, special bool, err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return path, false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return path, true, nil
+	}
+	target, err = filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", false, err
+	}
+	return target, false, nil
 }
 
 // emit writes a finished output to stdout, or, when path is not empty, to
@@ -73,8 +115,29 @@ func emit(stdout io.Writer, path string, data []byte) error {
 // writeFileAtomic writes data to path through a temporary file and a
 // rename; on error the temporary file is removed and path is untouched.
 // The file gets mode 0644 (set explicitly: CreateTemp makes 0600 files).
+// A symbolic link is followed, so the file it points to is replaced and
+// the link kept; an existing file that is not a regular file (a device,
+// a FIFO) cannot be replaced and is written in place.
 func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
+	target, special, err := outputTarget(path)
+	if err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if special {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("--output %s: %w", path, err)
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--output %s: %w", path, err)
+		}
+		return nil
+	}
+	dir, base := filepath.Split(target)
 	if dir == "" {
 		dir = "."
 	}
@@ -101,7 +164,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return os.Rename(tmp.Name(), target)
 }
 
 // overlayEnv returns a ${VAR} lookup that finds vars first and then base

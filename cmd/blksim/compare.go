@@ -268,12 +268,13 @@ func (r *compareRun) parseJob(v variant, sweepKey, sv string, pos []string, env 
 	if envName, ok := strings.CutPrefix(sweepKey, envPrefix); ok {
 		vars[envName] = sv
 	}
-	lookup := overlayEnv(env, vars)
+	// $ncpus and $mb_memory are the variant's simulated host's, as in run.
+	popt := workload.ParseOptions{Env: overlayEnv(env, vars), Host: simulatedHost(r.cfg)}
 	var err error
 	if len(pos) == 1 {
-		r.specs, err = workload.ParseFile(pos[0], lookup)
+		r.specs, err = workload.ParseFileWith(pos[0], popt)
 	} else {
-		r.specs, err = parseEmbedded(defaultJob, lookup)
+		r.specs, err = parseEmbeddedWith(defaultJob, popt)
 	}
 	if err != nil {
 		return usageError{fmt.Errorf("compare: %s: %w", r.label, err)}

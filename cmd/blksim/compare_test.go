@@ -238,3 +238,36 @@ func TestCompareAndReproduceHelp(t *testing.T) {
 		assert.Empty(t, r.stderr)
 	}
 }
+
+// ncpusJob runs one job per simulated CPU: $ncpus is host.cpus.
+const ncpusJob = `[j]
+rw=randread
+bs=4k
+direct=1
+size=16m
+runtime=50ms
+filename=x
+group_reporting
+numjobs=$ncpus
+`
+
+// compare and reproduce, like run, give a job file's $ncpus and
+// $mb_memory the simulated host's values (each variant's or row's).
+func TestCompareAndReproduceHostKeywords(t *testing.T) {
+	job := writeFile(t, "ncpus.fio", ncpusJob)
+	r := runCLI(t, deterministic, "compare", job, "--variant", "c1:host.cpus=1", "--variant", "c4:host.cpus=4", "--output-format", "json")
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	var cmp compareJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cmp))
+	require.Len(t, cmp.Rows, 1)
+	require.Len(t, cmp.Rows[0].Cells, 2)
+	// Four jobs on four CPUs do about four times one job's IO.
+	assert.InDelta(t, 4, cmp.Rows[0].Cells[1].Read.IOPS/cmp.Rows[0].Cells[0].Read.IOPS, 0.5)
+
+	root := experiment(t, "nc", map[string]string{
+		"ncpus.fio": ncpusJob, "stack.toml": "host.cpus = 4\n",
+		"published.toml": "source = \"s\"\ntolerance = 0.5\n[rows.a]\nstack = \"stack.toml\"\nread_iops = 38000\n",
+	})
+	r = runCLI(t, deterministic, "reproduce", "--dir", root)
+	assert.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+}

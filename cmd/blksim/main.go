@@ -2,13 +2,17 @@
 //
 //	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
 //	           [--output-format normal|terse|json|json+[,...]] [--terse-version N] [--minimal]
-//	           [--output FILE] [--FIO-OPTION[=VALUE]]... [JOBFILE]
+//	           [--append-terse] [--output FILE] [--blktrace DIR] [--layout] [--cpuprofile FILE]
+//	           [--device file:PATH[,size=N]|blk:/dev/NAME [--force]]
+//	           [--FIO-OPTION[=VALUE]]... [JOBFILE]
 //	blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
 //	           [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]...
 //	           [--seed N] [--output-format normal|json] [--output FILE]
 //	blksim reproduce [NAME]... [--dir DIR] [--seed N] [--parallel N]
 //	           [--output-format normal|json] [--output FILE]
 //	blksim keys
+//	blksim calibrate TARGET [--out FILE] [--measure direct|engine] [--time D]
+//	           [--repeat N] [--region SIZE] [--set wall.KEY=VALUE]... [--force]
 //
 // Without JOBFILE, run and compare use the embedded default: the ext4
 // parallel-DIO experiment (testdata/experiments/ext4-dio) with BS=4k unless
@@ -21,8 +25,9 @@
 // job-file ${NAME}, over the base stack) at every sweep value and prints
 // one table; reproduce runs the shipped experiments
 // (testdata/experiments/*/published.toml) and compares them with the
-// published numbers. --output FILE writes the output to FILE, atomically,
-// once it is complete. Bad input exits with status 2 and one message naming
+// published numbers; calibrate measures a real target and writes a device
+// profile fitted to it. --output FILE writes the output to FILE,
+// atomically, once it is complete. Bad input exits with status 2 and one message naming
 // the file and line, or the key; a failed run exits 1, as does a reproduce
 // run with a row outside its tolerance.
 package main
@@ -93,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	case "reproduce":
 		err = cmdReproduce(args[1:], stdout, env)
 	case "keys":
-		err = cmdKeys(stdout)
+		err = cmdKeys(args[1:], stdout)
 	case "calibrate":
 		err = cmdCalibrate(args[1:], stdout)
 	case "help", "-h", "--help":
@@ -431,14 +436,9 @@ func definesJob(opts []workload.CommandLineOption) bool {
 	return false
 }
 
-// parseEmbedded parses a job file shipped in the binary; BS defaults to 4k
-// for the default experiment.
-func parseEmbedded(name string, env func(string) (string, bool)) ([]workload.JobSpec, error) {
-	return parseEmbeddedWith(name, workload.ParseOptions{Env: env})
-}
-
-// parseEmbeddedWith is parseEmbedded with parse options (the command
-// line's overrides, the host's facts).
+// parseEmbeddedWith parses a job file shipped in the binary with parse
+// options (the command line's overrides, the host's facts); BS defaults
+// to 4k for the default experiment.
 func parseEmbeddedWith(name string, opt workload.ParseOptions) ([]workload.JobSpec, error) {
 	data, err := fs.ReadFile(blksim.Testdata, name)
 	if err != nil {
@@ -461,7 +461,16 @@ func parseEmbeddedWith(name string, opt workload.ParseOptions) ([]workload.JobSp
 	return workload.ParseWith("embedded:"+path.Base(name), bytes.NewReader(data), opt)
 }
 
-func cmdKeys(w io.Writer) error {
+// cmdKeys prints every stack key with its default and meaning. It takes
+// no arguments but -h/--help.
+func cmdKeys(args []string, w io.Writer) error {
+	if len(args) > 0 {
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			usage(w)
+			return nil
+		}
+		return bad("keys: no arguments expected, got %q", strings.Join(args, " "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tDEFAULT\tMEANING")
 	for _, k := range stack.Keys() {

@@ -153,7 +153,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"run", "-h"}, {"run", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"run", "-h"}, {"run", "--help"},
+		{"calibrate", "-h"}, {"calibrate", "--help"}, {"keys", "-h"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := runCLI(t, nil, args...)
 			assert.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
@@ -161,6 +162,16 @@ func TestHelp(t *testing.T) {
 			assert.Contains(t, r.stdout, "blksim run")
 			assert.Empty(t, r.stderr)
 		})
+	}
+}
+
+// keys takes no arguments: anything else is bad input, not ignored.
+func TestKeysRejectsArguments(t *testing.T) {
+	for _, args := range [][]string{{"keys", "extra"}, {"keys", "--json"}, {"keys", "-h", "x"}} {
+		r := runCLI(t, nil, args...)
+		assert.Equal(t, exitBadArgs, r.status, "%v", args)
+		assert.Empty(t, r.stdout, "%v", args)
+		assert.Contains(t, r.stderr, "keys: no arguments expected", "%v", args)
 	}
 }
 

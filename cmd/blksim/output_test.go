@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -159,4 +160,83 @@ func TestWriteFileAtomicError(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--output "+filepath.Join(dir, "out.txt"))
 	assert.NoDirExists(t, dir)
+}
+
+// An --output path that cannot take a new file (here in /proc, where no
+// one can create files, even root) is bad input found before the run,
+// not a failure after it.
+func TestOutputUnwritableDir(t *testing.T) {
+	if fi, err := os.Stat("/proc/self"); err != nil || !fi.IsDir() {
+		t.Skip("no /proc")
+	}
+	job := writeFile(t, "bs.fio", bsJob)
+	for _, args := range [][]string{
+		{"run", job},
+		{"compare", job, "--variant", "a:"},
+		{"reproduce", "ext4-dio"},
+	} {
+		out := "/proc/blksim-output-test.txt"
+		r := runCLI(t, map[string]string{"BLKSIM_DETERMINISTIC": "1", "BS": "4k"}, withOutput(args, "--output", out)...)
+		assert.Equal(t, exitBadArgs, r.status, "%v: stderr: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "--output "+out)
+		assert.Contains(t, r.stderr, "cannot create a file in /proc")
+		assert.Empty(t, r.stdout)
+	}
+	if os.Geteuid() != 0 {
+		dir := t.TempDir()
+		require.NoError(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { os.Chmod(dir, 0o755) })
+		r := runCLI(t, deterministic, "run", "--output", filepath.Join(dir, "out.txt"), job)
+		assert.Equal(t, exitBadArgs, r.status, "stderr: %s", r.stderr)
+		assert.Contains(t, r.stderr, "permission denied")
+	}
+}
+
+// --output through a symbolic link replaces the file the link points to
+// and keeps the link; an existing FIFO (as /dev/stdout on a pipe, or
+// /dev/null, which are not regular files) is written in place, never
+// replaced by a regular file.
+func TestOutputSymlinkAndFIFO(t *testing.T) {
+	job := writeFile(t, "bs.fio", bsJob)
+	env := map[string]string{"BLKSIM_DETERMINISTIC": "1", "BS": "4k"}
+	want := runCLI(t, env, "run", job)
+	require.Equal(t, exitOK, want.status, "stderr: %s", want.stderr)
+
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.txt")
+	link := filepath.Join(dir, "link.txt")
+	require.NoError(t, os.WriteFile(real, []byte("old\n"), 0o644))
+	require.NoError(t, os.Symlink("real.txt", link))
+	r := runCLI(t, env, "run", "--output", link, job)
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link is kept")
+	data, err := os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Equal(t, want.stdout, string(data))
+	assert.ElementsMatch(t, []string{"real.txt", "link.txt"}, dirNames(t, dir))
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	// A non-blocking reader first, so that the CLI's open for writing
+	// does not block; the report fits in the pipe's buffer.
+	fd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	r = runCLI(t, env, "run", "--output", fifo, job)
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		got = append(got, buf[:n]...)
+	}
+	assert.Equal(t, want.stdout, string(got))
+	fi, err = os.Lstat(fifo)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeNamedPipe, fi.Mode().Type(), "the FIFO is not replaced")
 }

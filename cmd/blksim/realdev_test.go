@@ -135,3 +135,44 @@ func TestCalibrateBadArgs(t *testing.T) {
 		assert.Contains(t, errOut.String(), tc.msg, tc.args)
 	}
 }
+
+// calibrate --out FILE with a name not ending in .toml writes a stack
+// file whose device.profile still names FILE (a bare name would be read
+// as an embedded profile's).
+func TestCalibrateOutWithoutTomlSuffix(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dev.dat")
+	out := filepath.Join(dir, "cal.prof")
+	var stdout, errOut bytes.Buffer
+	status := run([]string{"calibrate", "file:" + path + ",size=8m", "--out", out, "--time", "10ms", "--repeat", "1",
+		"--region", "4m"}, &stdout, &errOut, noEnv)
+	if status != exitOK && strings.Contains(errOut.String(), "O_DIRECT") {
+		t.Skipf("no O_DIRECT here: %s", errOut.String())
+	}
+	require.Equal(t, exitOK, status, errOut.String())
+	stackPath := filepath.Join(dir, "cal.prof.stack.toml")
+	st, err := os.ReadFile(stackPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(st), `device.profile = "./cal.prof"`)
+	stdout.Reset()
+	errOut.Reset()
+	status = run([]string{"run", "--stack", stackPath, "--name=j", "--rw=randread", "--bs=4k",
+		"--size=1m", "--direct=1", "--runtime=20ms", "--time_based=1"}, &stdout, &errOut, noEnv)
+	require.Equal(t, exitOK, status, errOut.String())
+	assert.Contains(t, stdout.String(), "read: IOPS=")
+}
+
+// calibrate checks both of its outputs before measuring: a stack file
+// path that cannot be written is bad input, and the profile is not
+// written either.
+func TestCalibrateStackOutputChecked(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "cal.stack.toml"), 0o755))
+	var stdout, errOut bytes.Buffer
+	status := run([]string{"calibrate", "file:" + filepath.Join(dir, "dev.dat") + ",size=8m", "--out", filepath.Join(dir, "cal.toml"),
+		"--time", "10ms", "--repeat", "1", "--region", "4m"}, &stdout, &errOut, noEnv)
+	assert.Equal(t, exitBadArgs, status, errOut.String())
+	assert.Contains(t, errOut.String(), "cal.stack.toml: is a directory")
+	assert.NoFileExists(t, filepath.Join(dir, "cal.toml"))
+	assert.NoFileExists(t, filepath.Join(dir, "dev.dat"))
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/blksim/blksim"
+	"github.com/blksim/blksim/internal/tomlkv"
 	"github.com/blksim/blksim/internal/units"
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
@@ -373,9 +374,16 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return fail("%v", err)
 	}
+	// failAt is fail naming the line that sets key (or opens its table).
+	failAt := func(key, format string, args ...any) (report.ReproExperiment, []reproRun, error) {
+		if n := tomlkv.KeyLine(data, key); n > 0 {
+			return report.ReproExperiment{}, nil, bad("reproduce: %s:%d: %s", pubName, n, fmt.Sprintf(format, args...))
+		}
+		return fail(format, args...)
+	}
 	for _, k := range md.Undecoded() {
 		if len(k) != 3 || k[0] != "rows" || !isSizeMetricKey(k[2]) {
-			return fail("unknown key %q", k.String())
+			return failAt(strings.Join(k, "."), "unknown key %q", k.String())
 		}
 	}
 	if strings.TrimSpace(pub.Source) == "" {
@@ -416,7 +424,7 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 	for ri, name := range rowNames {
 		row := pub.Rows[name]
 		rowFail := func(format string, args ...any) (report.ReproExperiment, []reproRun, error) {
-			return fail("rows.%s: %s", name, fmt.Sprintf(format, args...))
+			return failAt("rows."+name, "rows.%s: %s", name, fmt.Sprintf(format, args...))
 		}
 		rep := report.ReproRow{Name: name, Stack: row.Stack, Env: map[string]string{}, Set: []string{}, Tolerance: *pub.Tolerance}
 		if row.Tolerance != nil {
@@ -451,7 +459,8 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		if err != nil {
 			return rowFail("%v", err)
 		}
-		rep.Metrics = orderMetrics(append(rep.Metrics, sized...))
+		// An empty list, not null, in the JSON of a row stated only in ratios.
+		rep.Metrics = orderMetrics(append([]report.ReproMetric{}, append(rep.Metrics, sized...)...))
 		if len(rep.Metrics) == 0 && !inRatio(pub.Ratios, name) {
 			return rowFail("no published metric (want some of %s, or a ratio naming the row)", metricKeys())
 		}
@@ -481,8 +490,9 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		}
 		// The rows' variables only: the caller's environment must not
 		// change a published comparison.
+		// $ncpus and $mb_memory are the row's simulated host's, as in run.
 		lookup := overlayEnv(nil, rep.Env)
-		popt := workload.ParseOptions{Env: lookup}
+		popt := workload.ParseOptions{Env: lookup, Host: simulatedHost(cfg)}
 		for _, o := range pub.Options {
 			k, v, hasValue := strings.Cut(o, "=")
 			k = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(k), "--"))

@@ -402,3 +402,58 @@ read_requests_4096 = 1
 	require.Len(t, withRatio.Experiments[0].Ratios, 1)
 	assert.Equal(t, "read_requests_4k", withRatio.Experiments[0].Ratios[0].Metric)
 }
+
+// A row stated only in ratios has "metrics": [] in the JSON, a list like
+// every other row's, not null.
+func TestReproduceJSONEmptyMetrics(t *testing.T) {
+	root := experiment(t, "exp", map[string]string{
+		"small.fio": bsJob, "stack.toml": smallStack, "published.toml": `source = "s"
+tolerance = 1000
+[env]
+BS = "4k"
+[rows.a]
+stack = "stack.toml"
+[rows.b]
+stack = "stack.toml"
+set = ["host.cpus=8"]
+read_mibs = 1
+[ratios.r]
+of = "b"
+over = "a"
+metric = "read_mibs"
+published = 1
+`})
+	r := runCLI(t, deterministic, "reproduce", "--dir", root, "--output-format", "json")
+	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
+	assert.NotContains(t, r.stdout, `"metrics": null`)
+	var out struct {
+		Experiments []struct {
+			Rows []struct {
+				Metrics []any `json:"metrics"`
+			} `json:"rows"`
+		} `json:"experiments"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.Experiments, 1)
+	require.Len(t, out.Experiments[0].Rows, 2)
+	assert.NotNil(t, out.Experiments[0].Rows[0].Metrics)
+	assert.Empty(t, out.Experiments[0].Rows[0].Metrics)
+}
+
+// An unknown key, and a row's error, name the line of published.toml
+// they are on (the key's, or the row's table header).
+func TestReproducePublishedErrorLines(t *testing.T) {
+	head := "source = \"s\"\ntolerance = 0.1\n"
+	row := "\n[rows.r]\nbs = \"4k\"\nstack = \"stack.toml\"\nread_mibs = 10\n"
+	for _, tc := range []struct{ published, want string }{
+		{head + row + "read_mib = 3\n", `published.toml:8: unknown key "rows.r.read_mib"`},
+		{head + "frob = 1\n" + row, `published.toml:3: unknown key "frob"`},
+		{head + row + "tolerance = -1\n", "published.toml:4: rows.r: tolerance -1"},
+		{head + "[rows.r]\nstack = \"nope.toml\"\nread_mibs = 1\n", `published.toml:3: rows.r: stack "nope.toml"`},
+	} {
+		root := experiment(t, "exp", map[string]string{"small.fio": bsJob, "stack.toml": smallStack, "published.toml": tc.published})
+		r := runCLI(t, deterministic, "reproduce", "--dir", root)
+		assert.Equal(t, exitBadArgs, r.status, "stderr: %s", r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
+	}
+}

@@ -79,6 +79,13 @@ func Parse(name string, data []byte) (map[string]Value, error) {
 	return out, nil
 }
 
+// KeyLine returns the 1-based line of data (a TOML file) that sets the
+// dotted key ("rows.a.read_mibs") or opens its table ("rows.a"); for a key
+// inside an inline table or an array of tables, the line of its nearest
+// enclosing key or table header; 0 if none is found. It is for messages
+// about files decoded elsewhere (with toml.Decode).
+func KeyLine(data []byte, key string) int { return lineOf(keyLines(data), key) }
+
 // lineOf returns the line of key, or, for a key keyLines did not see
 // (one inside an inline table "t = { k = 1 }", or an array of tables),
 // the line of its nearest enclosing key or table header.

@@ -338,3 +338,12 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestKeyLine(t *testing.T) {
+	data := []byte("a = 1\n\n[rows.x]\nb = 2\nc = { d = 3 }\n")
+	assert.Equal(t, 1, KeyLine(data, "a"))
+	assert.Equal(t, 3, KeyLine(data, "rows.x"))
+	assert.Equal(t, 4, KeyLine(data, "rows.x.b"))
+	assert.Equal(t, 5, KeyLine(data, "rows.x.c.d"), "inside an inline table: the enclosing key's line")
+	assert.Equal(t, 0, KeyLine(data, "nope"))
+}
