@@ -265,7 +265,7 @@ func TestAsyncJobErrors(t *testing.T) {
 			st := newStack(t, 1)
 			_, err := Run(st.Engine, st.FS, parseString(t, tc.src), RunOptions{})
 			require.ErrorIs(t, err, ErrJob)
-			assert.ErrorContains(t, err, fmt.Sprintf("test.fio:1: option %q", tc.option))
+			assert.ErrorContains(t, err, fmt.Sprintf("test.fio:%d: option %q", optionLine(tc.src, tc.option), tc.option))
 			assert.ErrorContains(t, err, tc.msg)
 		})
 	}

@@ -228,7 +228,7 @@ func TestFileLayout(t *testing.T) {
 		j := laidOut(t, "size=16k\nnrfiles=8\n", 0)
 		err := j.checkRegion(512)
 		require.ErrorIs(t, err, ErrJob)
-		assert.Contains(t, err.Error(), `test.fio:1: option "nrfiles"`)
+		assert.Contains(t, err.Error(), `test.fio:3: option "nrfiles"`)
 		assert.Contains(t, err.Error(), `nrfiles=8 divides size into files of 2048 bytes (file "j.0.0"), smaller than the block size 4096`)
 		j = laidOut(t, "filesize=2k\nnrfiles=8\n", 0)
 		assert.ErrorContains(t, j.checkRegion(512), `option "filesize": job cannot run: size 2048 is smaller than the block size 4096`)

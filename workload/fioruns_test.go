@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -145,7 +146,7 @@ func TestRunRegionErrors(t *testing.T) {
 		{"[j]\nsize=64k\nrw=write:1000\n", "rw", "not a multiple of 512 bytes: buffered IO"},
 		{"[j]\nsize=64k\nbsrange=512-1536\nbs=,4k\ndirect=1\nrw=randrw\nbsrange=1000-2000,\n", "bsrange", "not aligned"},
 		{"[j]\nsize=64k\nbssplit=4k/50:1000/50\ndirect=1\n", "bssplit", "not aligned"},
-		{"[j]\nsize=64k\nba=1000\nrw=randread\ndirect=1\n", "blockalign", "not aligned"},
+		{"[j]\nsize=64k\nba=1000\nrw=randread\ndirect=1\n", "ba", "not aligned"},
 		{"[j]\nfilesize=8k\nbs=16k\ndirect=1\n", "filesize", "smaller than the block size"},
 		{"[j]\nrw=write\nsize=1m\noffset_increment=400g\nnumjobs=4\nfilename=f\ndirect=1\n", "filename", "no space"},
 	} {
@@ -153,7 +154,7 @@ func TestRunRegionErrors(t *testing.T) {
 			st := newStack(t, 1)
 			_, err := Run(st.Engine, st.FS, parseString(t, tc.src), RunOptions{})
 			require.ErrorIs(t, err, ErrJob)
-			assert.ErrorContains(t, err, `test.fio:1: option "`+tc.option+`"`)
+			assert.ErrorContains(t, err, fmt.Sprintf("test.fio:%d: option %q", optionLine(tc.src, tc.option), tc.option))
 			assert.ErrorContains(t, err, tc.msg)
 			assert.Zero(t, st.Engine.Events(), "a job ran")
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -280,7 +281,10 @@ type parser struct {
 	lines map[string]int // lines read per file, for "no job sections"
 
 	global sectionState // [global] options so far
-	sec    *section     // the section being read; nil before the first
+	// globalAt is where each [global] option (by table name) was last
+	// set.
+	globalAt map[string]optPos
+	sec      *section // the section being read; nil before the first
 	jobs   []JobSpec
 	names  map[string]bool // job names so far, for wait_for
 }
@@ -523,7 +527,11 @@ func (p *parser) endSection() *ParseError {
 	}
 	p.sec = nil
 	if sec.global {
-		_, perr := p.applyAll(&p.global, sec.opts)
+		where, perr := p.applyAll(&p.global, sec.opts)
+		if p.globalAt == nil {
+			p.globalAt = map[string]optPos{}
+		}
+		maps.Copy(p.globalAt, where)
 		return perr
 	}
 	st := p.global
@@ -545,10 +553,16 @@ func (p *parser) endSection() *ParseError {
 		}
 		opts = append(opts[:len(opts):len(opts)], po)
 	}
-	where, perr := p.applyAll(&st, opts)
+	own, perr := p.applyAll(&st, opts)
 	if perr != nil {
 		return perr
 	}
+	where := maps.Clone(p.globalAt)
+	if where == nil {
+		where = map[string]optPos{}
+	}
+	maps.Copy(where, own)
+	js.where = where
 	if perr := p.checkJob(js, where); perr != nil {
 		return perr
 	}

@@ -46,6 +46,8 @@ func TestParseDefaults(t *testing.T) {
 		NumJobs: 1, IOEngine: "psync", IODepth: 1, RandSeed: 0x89,
 		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1, Invalidate: true,
 	}
+	assert.Empty(t, js.where, "no option set")
+	js.where = nil
 	assert.Equal(t, want, js)
 }
 
@@ -81,6 +83,11 @@ name=renamed
 		RandSeed: 1234, RandSeedSet: true, GroupReporting: true,
 		IODepthBatchSubmit: 1, IODepthBatchCompleteMin: 1, IODepthBatchCompleteMax: 1, IODepthLow: 1, Invalidate: true,
 	}
+	// Where each option was set, [global]'s and the job's own, for the
+	// runner's errors.
+	assert.Equal(t, optPos{"test.fio", 3, "ioengine"}, js.where["ioengine"], "in [global]")
+	assert.Equal(t, optPos{"test.fio", 11, "bs"}, js.where["bs"], "in the job's section")
+	js.where = nil
 	assert.Equal(t, want, js)
 
 	src = `[global]

@@ -303,13 +303,23 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	return res, nil
 }
 
-// errorf returns an ErrJob error naming the job's section and an option.
+// errorf returns an ErrJob error naming an option and where it was set
+// (the line of the job's section or of [global], or the command line),
+// or, for an option the job does not set, the job's section header.
 func (s *JobSpec) errorf(opt, format string, args ...any) error {
-	where := fmt.Sprintf("%s:%d", s.File, s.Line)
-	if s.Line == 0 {
-		where = s.File
+	file, line, key := s.File, s.Line, opt
+	name := opt
+	if o, ok := lookupOption(opt); ok {
+		name = o.name // where is keyed by the table's name, not an alias
 	}
-	return fmt.Errorf("%s: option %q: %w: %s", where, opt, ErrJob, fmt.Sprintf(format, args...))
+	if pos, ok := s.where[name]; ok {
+		file, line, key = pos.file, pos.line, pos.key
+	}
+	where := fmt.Sprintf("%s:%d", file, line)
+	if line == 0 {
+		where = file
+	}
+	return fmt.Errorf("%s: option %q: %w: %s", where, key, ErrJob, fmt.Sprintf(format, args...))
 }
 
 // Kernel limits on an asynchronous job's depth: fs.aio-max-nr's default

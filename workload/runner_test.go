@@ -549,6 +549,23 @@ func TestRunNamedFileShared(t *testing.T) {
 	}
 }
 
+// optionLine returns the 1-based line of src on which key was last set
+// (a line "key=..." or a bare "key"), or 1, the section header of a
+// one-job file, if none: where an error about the option points.
+func optionLine(src, key string) int {
+	line := 1
+	for i, l := range strings.Split(src, "\n") {
+		k, _, _ := strings.Cut(strings.TrimSpace(l), "=")
+		if strings.TrimSpace(k) == key {
+			line = i + 1
+		}
+	}
+	return line
+}
+
+// An error about a job names the line where the option is set, in the
+// job's section or in [global], or the section header for an option the
+// job does not set.
 func TestRunJobErrors(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -557,17 +574,17 @@ func TestRunJobErrors(t *testing.T) {
 		option string
 	}{
 		{"missing size", "[j]\nrw=read\ndirect=1\n", 1, "size"},
-		{"fsync=N with libaio", "[j]\nsize=64k\nioengine=libaio\nfsync=1\n", 1, "fsync"},
-		{"fsync=N with io_uring", "[j]\nsize=64k\ndirect=0\nioengine=io_uring\nfsync=2\n", 1, "fsync"},
-		{"several files", "[j]\nsize=64k\ndirect=1\nfilename=a:b\n", 1, "filename"},
-		{"time_based without runtime", "[j]\nsize=64k\ndirect=1\ntime_based\n", 1, "time_based"},
-		{"size below bs", "[j]\nsize=2k\nbs=4k\ndirect=1\n", 1, "size"},
-		{"size below the write bs", "[j]\nrw=randrw\nsize=16k\nbs=4k,64k\ndirect=1\n", 1, "size"},
-		{"size below the write bs sequential", "[j]\nrw=rw\nsize=16k\nbs=4k,64k\ndirect=1\n", 1, "size"},
-		{"bs not sector aligned", "[j]\nsize=64k\nbs=1000\ndirect=1\n", 1, "bs"},
-		{"write bs not sector aligned", "[j]\nrw=randrw\nsize=64k\nbs=4k,1000\ndirect=1\n", 1, "bs"},
-		{"second job", "[ok]\nsize=64k\ndirect=1\n\n# the next one is bad\n[bad]\nsize=64k\nioengine=libaio\nfsync=4\n", 6, "fsync"},
-		{"global options", "[global]\ndirect=1\nrw=randread\n[j]\nsize=1k\n", 4, "size"},
+		{"fsync=N with libaio", "[j]\nsize=64k\nioengine=libaio\nfsync=1\n", 4, "fsync"},
+		{"fsync=N with io_uring", "[j]\nsize=64k\ndirect=0\nioengine=io_uring\nfsync=2\n", 5, "fsync"},
+		{"several files", "[j]\nsize=64k\ndirect=1\nfilename=a:b\n", 4, "filename"},
+		{"time_based without runtime", "[j]\nsize=64k\ndirect=1\ntime_based\n", 4, "time_based"},
+		{"size below bs", "[j]\nsize=2k\nbs=4k\ndirect=1\n", 2, "size"},
+		{"size below the write bs", "[j]\nrw=randrw\nsize=16k\nbs=4k,64k\ndirect=1\n", 3, "size"},
+		{"size below the write bs sequential", "[j]\nrw=rw\nsize=16k\nbs=4k,64k\ndirect=1\n", 3, "size"},
+		{"bs not sector aligned", "[j]\nsize=64k\nbs=1000\ndirect=1\n", 3, "bs"},
+		{"write bs not sector aligned", "[j]\nrw=randrw\nsize=64k\nbs=4k,1000\ndirect=1\n", 4, "bs"},
+		{"second job", "[ok]\nsize=64k\ndirect=1\n\n# the next one is bad\n[bad]\nsize=64k\nioengine=libaio\nfsync=4\n", 9, "fsync"},
+		{"global options", "[global]\ndirect=1\nrw=randread\n[j]\nsize=1k\n", 5, "size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

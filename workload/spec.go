@@ -73,6 +73,9 @@ type JobSpec struct {
 	// line of the section header.
 	File string
 	Line int
+	// where is where each option the job has (by table name) was set,
+	// its own section's or [global]'s, for errors about it.
+	where map[string]optPos
 
 	// RW is the IO pattern; default RWRead.
 	RW RWMode

@@ -111,7 +111,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{name: "unknown job option", args: []string{"run", unknownOpt}, want: []string{unknownOpt + ":6:", `"frobnicate"`}},
 		{name: "bad job value", args: []string{"run", badValue}, want: []string{badValue + ":3:", `"bs"`, `"huge"`}},
 		{name: "no job sections", args: []string{"run", noJobs}, want: []string{noJobs + ":"}},
-		{name: "job the runner cannot run", args: []string{"run", buffered}, want: []string{buffered + ":1:", `"fsync"`}},
+		{name: "job the runner cannot run", args: []string{"run", buffered}, want: []string{buffered + ":6:", `"fsync"`}},
 		{name: "unset BS in the shipped job", args: []string{"run", noBS}, want: []string{noBS + ":", `"bs"`}},
 		{name: "set unknown key", args: []string{"run", "--set", "unknown.key=1", job}, want: []string{`"unknown.key"`, "--set unknown.key"}},
 		{name: "set bad bool", args: []string{"run", "--set", "ext4.iomap_dio=maybe", job}, want: []string{`"ext4.iomap_dio"`, `"maybe"`}},
