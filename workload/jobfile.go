@@ -285,8 +285,8 @@ type parser struct {
 	// set.
 	globalAt map[string]optPos
 	sec      *section // the section being read; nil before the first
-	jobs   []JobSpec
-	names  map[string]bool // job names so far, for wait_for
+	jobs     []JobSpec
+	names    map[string]bool // job names so far, for wait_for
 }
 
 // sectionState is what a section's options set: a job spec and the
