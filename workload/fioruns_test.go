@@ -698,3 +698,40 @@ func TestRunRandomMapMixedBlockSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestPickBSInFits checks fio's get_next_buflen near the region's end:
+// bssplit entries are in fio's order (by increasing share), a draw whose
+// entry does not fit takes the next entry that does (a draw of the last
+// entry that does not fit is drawn again), and a size that cannot fit
+// gives 0.
+func TestPickBSInFits(t *testing.T) {
+	spec := parseOne(t, "[j]\nrw=randread\nsize=1m\nbssplit=8k/50:16k/20:4k/30\n")
+	assert.Equal(t, []BSSplitEntry{{16384, 20}, {4096, 30}, {8192, 50}}, spec.BSSplit[0], "fio's order")
+	j := setUpJob(t, spec, 1)
+	seen := map[int64]int{}
+	for range 10000 {
+		seen[j.pickBSIn(blockdev.OpRead, 12<<10)]++
+	}
+	// 4k for its 30% and the 20% of 16k that does not fit, 8k for its
+	// 50% (drawing again would give 4k 3/8 and 8k 5/8).
+	assert.Len(t, seen, 2)
+	assert.InDelta(t, 5000, seen[4096], 250)
+	assert.InDelta(t, 5000, seen[8192], 250)
+	assert.Zero(t, j.pickBSIn(blockdev.OpRead, 2048))
+
+	last := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbssplit=4k/20:8k/30:16k/50\n"), 1)
+	clear(seen)
+	for range 10000 {
+		seen[last.pickBSIn(blockdev.OpRead, 12<<10)]++
+	}
+	assert.InDelta(t, 4000, seen[4096], 250, "16k is last: drawn again")
+	assert.InDelta(t, 6000, seen[8192], 250)
+
+	r := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbsrange=4k-16k\n"), 1)
+	for range 1000 {
+		require.LessOrEqual(t, r.pickBSIn(blockdev.OpRead, 8192), int64(8192))
+	}
+	assert.Zero(t, r.pickBSIn(blockdev.OpRead, 1024))
+	f := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=16k\n"), 1)
+	assert.Equal(t, int64(16384), f.pickBSIn(blockdev.OpRead, 4096), "one size is taken as it is")
+}
