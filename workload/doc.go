@@ -58,6 +58,14 @@
 // also ends, short of its size, when the job's file is used up (the next
 // sequential IO, after any rw=MODE:N hole, does not fit, or the random map
 // is exhausted); a time_based job with one file starts it over instead.
+// The random map has a block per smallest block size: a random IO takes a
+// free block, then a size that fits before the region's end, and is cut
+// at the first block already visited, so with bsrange or bssplit a pass
+// moves exactly the region's bytes, in IOs no larger than the free runs
+// they start. As in fio, a randrw job whose directions have different
+// smallest block sizes reads the map in each direction's own size, and
+// the larger one's draws soon find no free block in the region: such a
+// job ends early, short of its size.
 // Rates, thinktime, exitall and the distributions follow fio's io_u.c and
 // backend.c.
 //

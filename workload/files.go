@@ -396,14 +396,14 @@ func (j *job) resetFiles() {
 	}
 }
 
-// nextFileOffset returns the offset in j.cur of the next IO of bs bytes
-// in direction dir. When j.cur's region is used up it is done (or, for a
-// non-uniform service, starts over) and another file is chosen, as fio's
-// set_io_u_file does.
-func (j *job) nextFileOffset(dir blockdev.Op, bs int64) (int64, pickResult) {
+// nextFileOffset returns the offset in j.cur and the size of the next IO
+// in direction dir (offsetIn). When j.cur's region is used up it is done
+// (or, for a non-uniform service, starts over) and another file is
+// chosen, as fio's set_io_u_file does.
+func (j *job) nextFileOffset(dir blockdev.Op) (off, bs int64, r pickResult) {
 	for {
-		if off, ok := j.offsetIn(j.cur, dir, bs, true); ok {
-			return off, picked
+		if off, bs, ok := j.offsetIn(j.cur, dir, true); ok {
+			return off, bs, picked
 		}
 		if j.spec.FileService.Kind.NonUniform() {
 			j.cur.reset()
@@ -411,7 +411,7 @@ func (j *job) nextFileOffset(dir blockdev.Op, bs int64) (int64, pickResult) {
 			j.fileDone(j.cur)
 		}
 		if r := j.pickFile(); r != picked {
-			return 0, r
+			return 0, 0, r
 		}
 	}
 }

@@ -193,7 +193,12 @@ func TestRunBlockSizes(t *testing.T) {
 		assert.Zero(t, j.Error, j.ErrorMsg)
 		avgR := float64(j.Read.Bytes) / float64(j.Read.IOs)
 		avgW := float64(j.Write.Bytes) / float64(j.Write.IOs)
-		assert.InDelta(t, 34*1024, avgR, 4096)
+		// The random map cuts 64k reads that run into visited blocks:
+		// fio 3.33 (--rw=randrw --size=1m --bssplit=4k/50:64k/50,
+		// --bsrange=,8k-16k --runtime=1s --time_based, psync) averages
+		// 21.1 KiB reads and 11.7 KiB writes (17.8 and 11.3 with
+		// randseed=5); without the map, 32.1 KiB reads.
+		assert.InDelta(t, 19.5*1024, avgR, 3072)
 		assert.InDelta(t, 12*1024, avgW, 2048)
 		assert.Equal(t, [2]int64{4096, 8192}, j.BS)
 		assert.Equal(t, [2]int64{65536, 16384}, j.BSMax)
@@ -201,7 +206,7 @@ func TestRunBlockSizes(t *testing.T) {
 	t.Run("blockalign", func(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=4k\nba=16k\n"), 1)
 		for range 1000 {
-			require.Zero(t, j.nextOffsetWrap(blockdev.OpRead, 4096)%16384)
+			require.Zero(t, j.nextOffsetWrap(blockdev.OpRead)%16384)
 		}
 	})
 }
@@ -212,7 +217,7 @@ func TestRunRWModifiers(t *testing.T) {
 		var out []int64
 		for range n {
 			dir := j.pickDir()
-			out = append(out, j.nextOffsetWrap(dir, 4096)/4096)
+			out = append(out, j.nextOffsetWrap(dir)/4096)
 		}
 		return out
 	}
@@ -246,7 +251,7 @@ func TestRunDistributions(t *testing.T) {
 		j := setUpJob(t, parseOne(t, "[j]\nrw=randread\nbs=4k\nsize=4m\n"+src), 3)
 		h := make([]int, blocks)
 		for range n {
-			off := j.nextOffsetWrap(blockdev.OpRead, 4096)
+			off := j.nextOffsetWrap(blockdev.OpRead)
 			require.Zero(t, off%4096)
 			require.Less(t, off, int64(4<<20))
 			h[off/4096]++
@@ -595,4 +600,139 @@ func TestParseBlockAlignTurnsOffRandomMap(t *testing.T) {
 			assert.Equal(t, tt.want, s.NoRandomMap)
 		})
 	}
+}
+
+// TestRunRandomMapVariableBlockSizes checks random jobs with variable
+// block sizes against fio 3.33 (ioengine=psync, direct=1, on a file; e.g.
+// "fio --name=a --filename=f --ioengine=psync --direct=1 --size=1m
+// --rw=randread --bsrange=1k-9k --output-format=json", jobs[0].read
+// total_ios and io_bytes). fio's random map has a block per smallest block
+// size; it picks a free block, then a size that fits before the region's
+// end, and cuts the IO at the first block already visited, so a pass
+// moves exactly the region's bytes, in more and smaller IOs than the sizes
+// drawn (blksim moved 1 MiB + 1 KiB in 202 IOs for the first case, and 109
+// for the second). The bytes must be fio's exactly. The IO counts depend on
+// the random streams, which are not fio's: they are held to fio's default
+// randseed run within 15%; over randseed=1..30 fio issued 278 IOs on
+// average (sd 10) for the first case and 131 (sd 9.5) for the second.
+func TestRunRandomMapVariableBlockSizes(t *testing.T) {
+	tests := []struct {
+		name          string
+		src           string
+		reads, writes uint64 // fio's IO counts
+		rBytes        uint64 // fio's bytes
+		wBytes        uint64
+		passes        int64 // passes over each file's region, to check coverage
+	}{
+		{"bsrange", "rw=randread\nbsrange=1k-9k\nsize=1m\n", 289, 0, 1 << 20, 0, 1},
+		{"bssplit", "rw=randread\nbssplit=4k/50:16k/50\nsize=1m\n", 146, 0, 1 << 20, 0, 1},
+		{"bssplit writes", "rw=randwrite\nbssplit=4k/50:16k/50\nsize=1m\n", 0, 124, 0, 1 << 20, 1},
+		// --size=2m --nrfiles=2: each file's map is its own.
+		{"two files", "rw=randread\nbsrange=1k-9k\nsize=2m\nnrfiles=2\n", 574, 0, 2 << 20, 0, 1},
+		// --verify=crc32c: the verify phase reads back each (cut) write.
+		{"verify", "rw=randwrite\nbsrange=1k-9k\nsize=1m\nverify=crc32c\n", 289, 289, 1 << 20, 1 << 20, 1},
+		{"loops", "rw=randread\nbsrange=1k-9k\nsize=1m\nloops=2\n", 578, 0, 2 << 20, 0, 2},
+		{"io_size", "rw=randread\nbsrange=1k-9k\nsize=1m\nio_size=3m\n", 867, 0, 3 << 20, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			covered := map[string][]int{} // per file, per KiB: how often an IO moved it
+			rec := func(_ int, file string, dir blockdev.Op, off, n int64) {
+				if dir == blockdev.OpRead && tt.writes > 0 {
+					return // verify reads
+				}
+				c := covered[file]
+				for k := off / 1024; k < (off+n)/1024; k++ {
+					for int64(len(c)) <= k {
+						c = append(c, 0)
+					}
+					c[k]++
+				}
+				covered[file] = c
+			}
+			res, _ := runJobs(t, 1, "[j]\ndirect=1\n"+tt.src, RunOptions{AppPerIO: time.Microsecond, onIO: rec})
+			j := onlyJob(t, res)
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tt.rBytes, j.Read.Bytes, "read bytes")
+			assert.Equal(t, tt.wBytes, j.Write.Bytes, "write bytes")
+			assert.InEpsilon(t, tt.reads+tt.writes, j.Read.IOs+j.Write.IOs, 0.15, "IOs: fio %d reads %d writes, blksim %d, %d", tt.reads, tt.writes, j.Read.IOs, j.Write.IOs)
+			if tt.writes > 0 && tt.reads > 0 {
+				assert.Equal(t, j.Write.IOs, j.Read.IOs, "one verify read per write")
+			}
+			for file, c := range covered {
+				for k, n := range c {
+					require.Equal(t, tt.passes, int64(n), "file %s KiB %d: each pass moves every block once", file, k)
+				}
+			}
+		})
+	}
+}
+
+// TestRunRandomMapMixedBlockSizes checks fio's randrw with a larger write
+// block size (fio 3.33: "fio --name=a --filename=f --ioengine=psync
+// --direct=1 --size=1m --rw=randrw --bs=4k,16k" issues 13 reads and 12
+// writes, 249856 bytes, and stops). fio's map has a bit per 4 KiB block,
+// but writes draw and mark it in 16 KiB units (io_u.c: the draw is in
+// blockalign units, mark_random_map in the direction's min_bs, the map in
+// rw_min_bs): they use only its first 64 bits, and a write whose drawn bit
+// is visited with no free bit after it below 64 gets an offset past the
+// region, which ends the file and the job. Over randseed=1..40 fio issued
+// 25 to 111 IOs (mean 55) and never finished the 1 MiB but once; blksim,
+// over its seeds, 24 to 109.
+func TestRunRandomMapMixedBlockSizes(t *testing.T) {
+	for seed := range uint64(8) {
+		var writes []int64
+		rec := func(_ int, _ string, dir blockdev.Op, off, n int64) {
+			if dir == blockdev.OpWrite {
+				writes = append(writes, off)
+			}
+		}
+		res, _ := runJobs(t, seed+1, "[j]\nrw=randrw\nbs=4k,16k\nsize=1m\ndirect=1\n", RunOptions{AppPerIO: time.Microsecond, onIO: rec})
+		j := onlyJob(t, res)
+		require.Zero(t, j.Error, j.ErrorMsg)
+		ios := j.Read.IOs + j.Write.IOs
+		assert.Less(t, j.Read.Bytes+j.Write.Bytes, uint64(1<<20), "seed %d: the job ends before size", seed)
+		assert.GreaterOrEqual(t, ios, uint64(20), "seed %d", seed)
+		assert.LessOrEqual(t, ios, uint64(120), "seed %d", seed)
+		for _, off := range writes {
+			require.Zero(t, off%(16<<10), "seed %d: writes are aligned to their own block size", seed)
+		}
+	}
+}
+
+// TestPickBSInFits checks fio's get_next_buflen near the region's end:
+// bssplit entries are in fio's order (by increasing share), a draw whose
+// entry does not fit takes the next entry that does (a draw of the last
+// entry that does not fit is drawn again), and a size that cannot fit
+// gives 0.
+func TestPickBSInFits(t *testing.T) {
+	spec := parseOne(t, "[j]\nrw=randread\nsize=1m\nbssplit=8k/50:16k/20:4k/30\n")
+	assert.Equal(t, []BSSplitEntry{{16384, 20}, {4096, 30}, {8192, 50}}, spec.BSSplit[0], "fio's order")
+	j := setUpJob(t, spec, 1)
+	seen := map[int64]int{}
+	for range 10000 {
+		seen[j.pickBSIn(blockdev.OpRead, 12<<10)]++
+	}
+	// 4k for its 30% and the 20% of 16k that does not fit, 8k for its
+	// 50% (drawing again would give 4k 3/8 and 8k 5/8).
+	assert.Len(t, seen, 2)
+	assert.InDelta(t, 5000, seen[4096], 250)
+	assert.InDelta(t, 5000, seen[8192], 250)
+	assert.Zero(t, j.pickBSIn(blockdev.OpRead, 2048))
+
+	last := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbssplit=4k/20:8k/30:16k/50\n"), 1)
+	clear(seen)
+	for range 10000 {
+		seen[last.pickBSIn(blockdev.OpRead, 12<<10)]++
+	}
+	assert.InDelta(t, 4000, seen[4096], 250, "16k is last: drawn again")
+	assert.InDelta(t, 6000, seen[8192], 250)
+
+	r := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbsrange=4k-16k\n"), 1)
+	for range 1000 {
+		require.LessOrEqual(t, r.pickBSIn(blockdev.OpRead, 8192), int64(8192))
+	}
+	assert.Zero(t, r.pickBSIn(blockdev.OpRead, 1024))
+	f := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=16k\n"), 1)
+	assert.Equal(t, int64(16384), f.pickBSIn(blockdev.OpRead, 4096), "one size is taken as it is")
 }

@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -1007,6 +1008,10 @@ func setBSSplit(js *JobSpec, v optionValue) error {
 			}
 			split[i] = BSSplitEntry{BS: e.val1, Percent: p}
 		}
+		// fio sorts the entries by percentage (a stable sort); a draw
+		// whose entry does not fit before the region's end takes the next
+		// one that does (pickBSIn).
+		slices.SortStableFunc(split, func(a, b BSSplitEntry) int { return a.Percent - b.Percent })
 		out[d] = split
 	}
 	if out[0] == nil && out[1] == nil {

@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"strings"
@@ -159,10 +160,13 @@ type job struct {
 	stamp           blockdev.Stamp
 
 	// How much one loop does, and the unit random offsets are multiples
-	// of.
+	// of without the random map (alignUnit).
 	ioLimit int64
 	unit    int64
 	laidOut bool
+	// mapUnit is, per direction, the unit of random offsets with the
+	// random map (dirUnit).
+	mapUnit [2]int64
 
 	// Set when the job starts.
 	statsFrom, deadline sim.Time
@@ -468,9 +472,11 @@ func maxBS(s *JobSpec) int64 {
 	return m
 }
 
-// alignUnit is the unit random offsets of s are multiples of: the
-// smallest block alignment of the directions it issues (blockalign, or
-// the direction's smallest block size).
+// alignUnit is the unit random offsets of s are multiples of without the
+// random map (norandommap, or a distribution): the smallest block
+// alignment of the directions it issues (blockalign, or the direction's
+// smallest block size). With the random map each direction uses its own
+// smallest block size (dirUnit).
 func alignUnit(s *JobSpec) int64 {
 	if s.BlockAlign == [2]int64{} {
 		return minBS(s)
@@ -975,25 +981,19 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 			return io, false
 		}
 	}
-	bs := j.pickBS(dir)
-	var off int64
+	var off, bs int64
 	if j.multi() {
 		var r pickResult
-		if off, r = j.nextFileOffset(dir, bs); r != picked {
+		if off, bs, r = j.nextFileOffset(dir); r != picked {
 			*stop = pickStop(r)
 			return io, false
 		}
-		if j.rate.on {
-			j.rateIssue(dir, bs)
-		}
-	} else {
-		if off, ok = j.nextOffset(dir, bs); !ok {
-			*stop = stopDone
-			return io, false
-		}
-		if j.rate.on {
-			j.rateIssue(dir, bs)
-		}
+	} else if off, bs, ok = j.nextOffset(dir); !ok {
+		*stop = stopDone
+		return io, false
+	}
+	if j.rate.on {
+		j.rateIssue(dir, bs)
 	}
 	io = ioReq{dir: dir, file: j.cur, off: off, bs: bs}
 	if dir == blockdev.OpRead && j.verify != nil && j.verify.checkReads {
@@ -1153,70 +1153,106 @@ func (j *job) pickDir() blockdev.Op {
 	return blockdev.OpWrite
 }
 
-// pickBS chooses the next IO's block size in direction dir: from the
-// bssplit table, from the bsrange range (a multiple of its smallest size,
-// as fio's get_next_buflen draws it), or bs.
+// pickBS chooses the next IO's block size in direction dir, with no
+// limit on its length (pickBSIn).
 func (j *job) pickBS(dir blockdev.Op) int64 {
-	s := j.spec
-	if split := s.BSSplit[dir]; split != nil {
-		u := j.aux.IntN(100)
-		perc, bs := 0, int64(0)
-		for _, e := range split {
-			if e.Percent == 0 {
-				continue
-			}
-			bs = e.BS
-			perc += e.Percent
-			if u < perc {
-				break
-			}
-		}
-		if bs == 0 {
-			bs = split[len(split)-1].BS
-		}
-		return bs
-	}
-	if rg := s.BSRange[dir]; rg[1] > 0 {
-		lo, hi := rg[0], rg[1]
-		if lo == hi {
-			return lo
-		}
-		// fio: minbs + maxbs * uniform, down to a multiple of minbs, at
-		// most maxbs.
-		bs := lo + j.aux.Int64N(hi)
-		bs -= bs % lo
-		return min(bs, hi)
-	}
-	return s.BS[dir]
+	return j.pickBSIn(dir, math.MaxInt64)
 }
 
-// nextOffset returns the next offset in the current file's region for an
-// IO of bs bytes in direction dir (offsetIn, for a job with one file). As
-// in fio, the file is done when its region is used up (the next
+// pickBSIn chooses the next IO's block size in direction dir for an IO
+// with room bytes before its region's end, as fio's get_next_buflen does:
+// a direction with one block size takes it as it is; otherwise the size is
+// 0 when the smallest does not fit, and else sizes are drawn until one
+// fits: from the bssplit table (a draw takes the first entry, from the one
+// it lands on, that fits, or the last), or from the bsrange range (a
+// multiple of its smallest size).
+func (j *job) pickBSIn(dir blockdev.Op, room int64) int64 {
+	s := j.spec
+	split := s.BSSplit[dir]
+	rg := s.BSRange[dir]
+	switch {
+	case split == nil && rg[1] == 0:
+		return s.BS[dir]
+	case split == nil && rg[0] == rg[1]:
+		return rg[0]
+	case split == nil && rg[0] > room, split != nil && !splitFits(split, room):
+		return 0
+	}
+	for {
+		var bs int64
+		if split != nil {
+			u := j.aux.IntN(100)
+			perc := 0
+			for _, e := range split {
+				if e.Percent == 0 {
+					continue
+				}
+				bs = e.BS
+				perc += e.Percent
+				if u < perc && bs <= room {
+					break
+				}
+			}
+			if bs == 0 {
+				bs = split[len(split)-1].BS
+			}
+		} else {
+			// fio: minbs + maxbs * uniform, down to a multiple of minbs, at
+			// most maxbs.
+			lo, hi := rg[0], rg[1]
+			bs = lo + j.aux.Int64N(hi)
+			bs -= bs % lo
+			bs = min(bs, hi)
+		}
+		if bs <= room {
+			return bs
+		}
+	}
+}
+
+// splitFits reports whether a draw from the bssplit table split can give
+// a size of at most room.
+func splitFits(split []BSSplitEntry, room int64) bool {
+	drawn := false
+	for _, e := range split {
+		if e.Percent > 0 {
+			drawn = true
+			if e.BS <= room {
+				return true
+			}
+		}
+	}
+	return !drawn && split[len(split)-1].BS <= room
+}
+
+// nextOffset returns the offset in the current file's region and the
+// size of the next IO in direction dir (offsetIn, for a job with one
+// file). As in fio, the file is done when its region is used up (the next
 // sequential IO does not fit, or the random map is exhausted), and then
 // ok is false and the loop ends, unless io_size asks for another round
 // over the file (fio backend.c keep_running). A time_based job's file
 // starts over instead (fio io_u.c get_next_seq_offset and
 // get_next_rand_block, for nr_files == 1).
-func (j *job) nextOffset(dir blockdev.Op, bs int64) (off int64, ok bool) {
+func (j *job) nextOffset(dir blockdev.Op) (off, bs int64, ok bool) {
 	j.ensureLayout()
 	finite := !j.spec.TimeBased
-	if off, ok = j.offsetIn(j.cur, dir, bs, finite); ok {
-		return off, true
+	if off, bs, ok = j.offsetIn(j.cur, dir, finite); ok {
+		return off, bs, true
 	}
 	if !j.newRound() {
-		return 0, false
+		return 0, 0, false
 	}
-	return j.offsetIn(j.cur, dir, bs, finite)
+	return j.offsetIn(j.cur, dir, finite)
 }
 
-// offsetIn returns the next offset in f's region for an IO of bs bytes in
-// direction dir: sequential per direction (with rw=MODE:N's holes or
+// offsetIn returns the offset in f's region and the size of the next IO
+// in direction dir: sequential per direction (with rw=MODE:N's holes or
 // backward steps), or random over the region, aligned to the job's unit,
-// from the job's distribution. Uniform random offsets visit every block
-// once per pass as fio's random map does, unless norandommap. A random
-// job's rw=MODE:N and percentage_random make some IOs follow on from the
-// previous one instead.
+// from the job's distribution. A random job's rw=MODE:N and
+// percentage_random make some IOs follow on from the previous one
+// instead. The size is drawn by pickBS, except for a uniform random
+// offset with the random map (randomMapOffset), which picks the offset
+// first and then a size that fits, as fio does.
 //
 // With finite false a used-up region starts over (a sequential one wraps,
 // a random map or lfsr starts a new pass) and ok is always true. With
@@ -1225,10 +1261,16 @@ func (j *job) nextOffset(dir blockdev.Op, bs int64) (off int64, ok bool) {
 // service non-uniform (where fio starts the file over), when the random
 // map or lfsr pass is exhausted: fio's get_next_offset failing, which
 // makes the file done.
-func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off int64, ok bool) {
+func (j *job) offsetIn(f *jobFile, dir blockdev.Op, finite bool) (off, bs int64, ok bool) {
 	s := j.spec
+	useMap := s.RW.Random() && !s.NoRandomMap && f.dist[dir] == nil
+	if !useMap {
+		// The offset depends on the size: draw it first.
+		bs = j.pickBS(dir)
+	}
 	if !s.RW.Random() {
-		return j.nextSeq(f, dir, bs, finite)
+		off, ok = j.nextSeq(f, dir, bs, finite)
+		return off, bs, ok
 	}
 	random := true
 	if s.SeqNr > 1 {
@@ -1243,6 +1285,9 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 		// fio should_do_random: v = rand_between(1, 100); v <= perc_rand.
 		random = j.aux.IntN(100)+1 <= 100-s.PercentSequential[dir]
 	}
+	if useMap && !random {
+		bs = j.pickBS(dir)
+	}
 	switch {
 	case !random && s.RWSequencerIdentical:
 		off = f.lastStart[dir]
@@ -1251,6 +1296,14 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 		}
 	case !random:
 		off, _ = j.nextSeq(f, dir, bs, false)
+	case useMap:
+		exhaust := finite && !s.TimeBased && !s.FileService.Kind.NonUniform()
+		if off, bs, ok = j.randomMapOffset(f, dir, exhaust); !ok {
+			return 0, 0, false
+		}
+		if s.SeqNr > 1 || s.PercentSequential[dir] > 0 {
+			f.seq[dir] = off + bs
+		}
 	default:
 		unit := j.unit
 		blocks := (f.regionLen - bs) / unit
@@ -1261,19 +1314,13 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 			lg, isLFSR := g.(*lfsrGen)
 			if exhaust && isLFSR {
 				if b, ok = lg.tryNext(blocks + 1); !ok {
-					return 0, false
+					return 0, 0, false
 				}
 			} else {
 				b = g.next(blocks + 1)
 			}
-		case s.NoRandomMap:
+		default: // norandommap
 			b = j.rng.Int64N(blocks + 1)
-		case exhaust:
-			if b, ok = f.rmap.tryNext(j.rng, blocks+1); !ok {
-				return 0, false
-			}
-		default:
-			b = f.rmap.next(j.rng, blocks+1)
 		}
 		off = b * unit
 		if a := s.BlockAlign[dir]; a > unit {
@@ -1284,7 +1331,51 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, bs int64, finite bool) (off 
 		}
 	}
 	f.lastStart[dir] = off
-	return off, true
+	return off, bs, true
+}
+
+// randomMapOffset returns a uniform random offset in f's region for an IO
+// in direction dir, and the IO's size, with fio's random map (io_u.c
+// get_next_rand_offset, get_next_buflen and mark_random_map). The map has
+// a bit per block of the job's smallest block size; the direction draws a
+// block in units of its own smallest size (fio's ba) over the region,
+// taking, when that bit is set, the next clear bit of the map (wrapping to
+// its first). The size is then drawn to fit before the region's end, and
+// the IO's blocks are marked up to the first one already marked, the IO
+// cut to the blocks it marked: a pass covers the region exactly, and an
+// IO that runs into visited blocks is shortened.
+//
+// As in fio, a direction whose smallest size is larger than the map's
+// unit (randrw with bs=4k,16k) reads the map's bits as blocks of its own
+// size, so its draws use only the map's first bits, and a clear bit found
+// past them is an offset beyond the region: the file is done, as when the
+// map is full. With exhaust false the map starts a new pass instead and
+// ok is always true.
+func (j *job) randomMapOffset(f *jobFile, dir blockdev.Op, exhaust bool) (off, bs int64, ok bool) {
+	unit := j.dirUnit(dir)
+	limit := f.regionLen / unit
+	for {
+		b, ok := f.rmap.pick(j.rng, limit)
+		if ok && b < limit {
+			off = b * unit
+			bs = j.pickBSIn(dir, f.regionLen-off)
+			n := f.rmap.mark(b, (bs+unit-1)/unit)
+			return off, min(bs, n*unit), true
+		}
+		if exhaust {
+			return 0, 0, false
+		}
+		f.rmap.clear()
+	}
+}
+
+// dirUnit returns the smallest block size of direction dir: the unit of
+// its random offsets with the random map (fio's default blockalign).
+func (j *job) dirUnit(dir blockdev.Op) int64 {
+	if j.mapUnit[dir] == 0 {
+		j.mapUnit[dir] = max(minBSDir(j.spec, dir), 1)
+	}
+	return j.mapUnit[dir]
 }
 
 // nextSeq returns the next sequential offset in f for dir: the end of the
@@ -1335,9 +1426,8 @@ func errnoOf(err error) int {
 	return int(syscall.EIO)
 }
 
-// randomMap is fio's random map: a bitmap of blocks already visited in
-// this pass; a random pick that hits a visited block takes the next free
-// one, and a full map starts a new pass.
+// randomMap is fio's random map (its axmap): a bitmap of the blocks
+// already visited in this pass.
 type randomMap struct {
 	bits []uint64
 	used int64
@@ -1356,62 +1446,50 @@ func (m *randomMap) clear() {
 	m.used = 0
 }
 
-// next returns a block in [0, limit) not yet visited in this pass,
-// starting a new pass when there is none.
-func (m *randomMap) next(rng *rand.Rand, limit int64) int64 {
-	// Fix (tests): the pass is over when every block is visited; used
-	// also counts blocks at or above a smaller limit, so used >= limit
-	// started a new pass while blocks below limit were still free. A full
-	// range below limit is caught by the search below.
-	if m.used >= m.n {
-		clear(m.bits)
-		m.used = 0
-	}
-	if b, ok := m.tryNext(rng, limit); ok {
-		return b
-	}
-	// every block below limit is visited (blocks above limit may not be):
-	clear(m.bits)
-	m.used = 0
-	b := rng.Int64N(min(limit, m.n))
-	m.bits[b/64] |= 1 << (b % 64)
-	m.used = 1
-	return b
+// isSet reports whether block b is visited.
+func (m *randomMap) isSet(b int64) bool {
+	return m.bits[b/64]&(1<<(b%64)) != 0
 }
 
-// tryNext returns a block in [0, limit) not yet visited in this pass, as
-// next does, or false when every block below limit is visited (fio's
-// axmap_next_free finding none).
-func (m *randomMap) tryNext(rng *rand.Rand, limit int64) (int64, bool) {
-	limit = min(limit, m.n)
+// pick draws a block in [0, limit), or, when it is visited, returns the
+// next free block after it in the whole map, wrapping to the first free
+// one (fio's axmap_next_free, which can return a block at or above
+// limit); false when every block is visited. It does not mark the block.
+func (m *randomMap) pick(rng *rand.Rand, limit int64) (int64, bool) {
 	if m.used >= m.n {
 		return 0, false
 	}
-	b := rng.Int64N(limit)
-	for i := int64(0); i < limit; {
-		w := m.bits[b/64] >> (b % 64)
-		if w&1 == 0 {
-			m.bits[b/64] |= 1 << (b % 64)
-			m.used++
-			return b, true
+	b := rng.Int64N(min(limit, m.n))
+	if !m.isSet(b) {
+		return b, true
+	}
+	for i := b + 1; i < m.n; {
+		if w := ^m.bits[i/64] >> (i % 64); w != 0 {
+			if c := i + int64(bits.TrailingZeros64(w)); c < m.n {
+				return c, true
+			}
+			break // the bits past the map's end
 		}
-		// skip the run of visited blocks in this word
-		skip := int64(bits.TrailingZeros64(^w))
-		if skip == 0 {
-			skip = 1
-		}
-		// Fix (tests): count only blocks below limit. Visited blocks at or
-		// above it (a randrw job's larger bs draws with a smaller limit)
-		// made i reach limit before every block below it was looked at,
-		// so a free block was missed and a new pass started early.
-		skip = min(skip, limit-b)
-		b += skip
-		i += skip
-		if b >= limit {
-			b = 0
+		i += 64 - i%64
+	}
+	for i := int64(0); i < b; i += 64 {
+		if w := ^m.bits[i/64]; w != 0 {
+			return i + int64(bits.TrailingZeros64(w)), true
 		}
 	}
 	return 0, false
+}
+
+// mark marks up to nr blocks from b, stopping at the first one already
+// visited or at the map's end, and returns how many it marked (fio's
+// axmap_set_nr, as fio 3.33 sets a run).
+func (m *randomMap) mark(b, nr int64) int64 {
+	n := int64(0)
+	for ; n < nr && b+n < m.n && !m.isSet(b+n); n++ {
+		m.bits[(b+n)/64] |= 1 << ((b + n) % 64)
+	}
+	m.used += n
+	return n
 }
 
 // groupResults builds the reporting groups; group_reporting merges the

@@ -140,6 +140,18 @@ func iota64(n int64) []int64 {
 	return out
 }
 
+// nextBlock draws a block as a one-block IO does: the map's pick, a new
+// pass when it is full, and the block marked.
+func nextBlock(m *randomMap, rng *rand.Rand, limit int64) int64 {
+	b, ok := m.pick(rng, limit)
+	if !ok {
+		m.clear()
+		b, _ = m.pick(rng, limit)
+	}
+	m.mark(b, 1)
+	return b
+}
+
 func TestRandomMapVisitsEveryBlockOncePerPass(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -150,7 +162,6 @@ func TestRandomMapVisitsEveryBlockOncePerPass(t *testing.T) {
 		{"one word", 64, 64, 64},
 		{"partial word", 100, 100, 100},
 		{"many words", 1000, 1000, 1000},
-		{"limit below n", 200, 130, 130},
 		{"limit above n", 10, 50, 10},
 		{"zero n is one block", 0, 1, 1},
 	}
@@ -162,7 +173,7 @@ func TestRandomMapVisitsEveryBlockOncePerPass(t *testing.T) {
 			for pass := range 3 {
 				got := make([]int64, 0, tt.want)
 				for range tt.want {
-					got = append(got, m.next(rng, tt.limit))
+					got = append(got, nextBlock(&m, rng, tt.limit))
 				}
 				if tt.want >= 100 {
 					assert.NotEqual(t, iota64(tt.want), got, "pass %d is not random", pass)
@@ -181,7 +192,7 @@ func TestRandomMapDeterministic(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		out := make([]int64, 900)
 		for i := range out {
-			out[i] = m.next(rng, 300)
+			out[i] = nextBlock(&m, rng, 300)
 		}
 		return out
 	}
@@ -189,53 +200,97 @@ func TestRandomMapDeterministic(t *testing.T) {
 	assert.NotEqual(t, draw(1), draw(2))
 }
 
-// A randrw job whose write bs is larger than its read bs draws writes with
-// a smaller limit than reads, so blocks at or above the write limit can be
-// visited. The search for a free block must still find the last free one
-// below the limit rather than start a new pass early.
-func TestRandomMapSmallerLimitFindsLastFreeBlock(t *testing.T) {
-	for seed := range uint64(32) {
+// A draw that lands on a visited block takes the next free block after it
+// in the whole map, wrapping to the first free one, as fio 3.33's
+// axmap_next_free does; with a limit below the map's size (the larger
+// block size of a randrw job) the block found can be at or past the limit.
+func TestRandomMapPick(t *testing.T) {
+	tests := []struct {
+		name   string
+		n      int64
+		free   []int64 // the map's free blocks; every other one is visited
+		limit  int64
+		want   []int64 // the blocks a draw can give
+		wantOK bool
+	}{
+		{"the only free block", 10, []int64{4}, 10, []int64{4}, true},
+		{"the only free block, below the limit", 10, []int64{4}, 9, []int64{4}, true},
+		{"the only free block at the limit", 10, []int64{9}, 9, []int64{9}, true},
+		{"past the limit before wrapping", 200, []int64{0, 150}, 64, []int64{0, 150}, true},
+		{"across words", 300, []int64{299}, 300, []int64{299}, true},
+		{"wraps to the first free block", 300, []int64{3, 70}, 300, []int64{3, 70}, true},
+		{"full", 100, nil, 100, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for seed := range uint64(64) {
+				var m randomMap
+				m.init(tt.n)
+				m.mark(0, tt.n)
+				for _, b := range tt.free {
+					m.bits[b/64] &^= 1 << (b % 64)
+					m.used--
+				}
+				b, ok := m.pick(rand.New(rand.NewPCG(seed, 1)), tt.limit)
+				require.Equal(t, tt.wantOK, ok, "seed %d", seed)
+				if ok {
+					require.Contains(t, tt.want, b, "seed %d", seed)
+				}
+			}
+		})
+	}
+	t.Run("next free after the drawn block", func(t *testing.T) {
 		var m randomMap
-		m.init(10)
-		for b := range int64(10) {
-			if b != 4 {
-				m.bits[0] |= 1 << b
-				m.used++
+		m.init(256)
+		m.mark(10, 20) // 10..29 visited
+		for seed := range uint64(200) {
+			rng := rand.New(rand.NewPCG(seed, 1))
+			d := rand.New(rand.NewPCG(seed, 1)).Int64N(256) // the same draw
+			b, ok := m.pick(rng, 256)
+			require.True(t, ok)
+			if d >= 10 && d < 30 {
+				require.Equal(t, int64(30), b, "draw %d", d)
+			} else {
+				require.Equal(t, d, b)
 			}
 		}
-		got := m.next(rand.New(rand.NewPCG(seed, 1)), 9)
-		require.Equal(t, int64(4), got, "seed %d", seed)
-	}
+	})
 }
 
-// With two limits (a randrw job with a larger write bs), a pass still ends
-// only when every block below the limit of the draw is visited.
-func TestRandomMapMixedLimits(t *testing.T) {
-	const n = 40
-	for seed := range uint64(50) {
-		rng := rand.New(rand.NewPCG(seed, 9))
-		var m randomMap
-		m.init(n)
-		visited := map[int64]bool{}
-		passes := 0
-		for i := range 1000 {
-			limit := int64(n)
-			if rng.IntN(2) == 0 {
-				limit = n - 3 // 16k writes next to 4k reads
+// mark marks a run of blocks up to the first visited one or the map's end
+// and counts what it marked: the blocks an IO really covers.
+func TestRandomMapMark(t *testing.T) {
+	tests := []struct {
+		name    string
+		n       int64
+		visited []int64
+		b, nr   int64
+		want    int64
+	}{
+		{"one block", 100, nil, 5, 1, 1},
+		{"a free run", 100, nil, 5, 9, 9},
+		{"stops at a visited block", 100, []int64{8}, 5, 9, 3},
+		{"across a word", 200, nil, 60, 9, 9},
+		{"stops past a word", 200, []int64{66}, 60, 9, 6},
+		{"stops at the map's end", 100, nil, 97, 9, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m randomMap
+			m.init(tt.n)
+			for _, b := range tt.visited {
+				m.mark(b, 1)
 			}
-			b := m.next(rng, limit)
-			require.GreaterOrEqual(t, b, int64(0))
-			require.Less(t, b, limit)
-			if visited[b] {
-				for k := range limit {
-					require.True(t, visited[k], "seed %d draw %d: new pass while block %d is free", seed, i, k)
-				}
-				clear(visited)
-				passes++
+			used := m.used
+			require.Equal(t, tt.want, m.mark(tt.b, tt.nr))
+			assert.Equal(t, used+tt.want, m.used)
+			for k := range tt.want {
+				assert.True(t, m.isSet(tt.b+k), "block %d", tt.b+k)
 			}
-			visited[b] = true
-		}
-		require.Greater(t, passes, 10)
+			if end := tt.b + tt.want; end < tt.n && !slices.Contains(tt.visited, end) {
+				assert.False(t, m.isSet(end), "block %d after the run", end)
+			}
+		})
 	}
 }
 
@@ -243,9 +298,9 @@ func TestRandomMapMixedLimits(t *testing.T) {
 // nextOffsetWrap is the offset generator of a one-file job without an end:
 // a used-up region starts over (offsetIn with finite false), so the tests
 // can draw offsets over several passes.
-func (j *job) nextOffsetWrap(dir blockdev.Op, bs int64) int64 {
+func (j *job) nextOffsetWrap(dir blockdev.Op) int64 {
 	j.ensureLayout()
-	off, _ := j.offsetIn(j.cur, dir, bs, false)
+	off, _, _ := j.offsetIn(j.cur, dir, false)
 	return off
 }
 
@@ -283,7 +338,7 @@ func TestNextOffsetRandom(t *testing.T) {
 			for pass := range 3 {
 				seen := map[int64]bool{}
 				for range blocks {
-					off := j.nextOffsetWrap(dir, bs)
+					off := j.nextOffsetWrap(dir)
 					require.Zero(t, off%bs, "offset %d not aligned to %d", off, bs)
 					require.GreaterOrEqual(t, off, int64(0))
 					require.LessOrEqual(t, off+bs, tt.size, "offset %d", off)
@@ -304,7 +359,7 @@ func TestNextOffsetRandomMixedBS(t *testing.T) {
 	j := newTestJob(spec, 5)
 	for i := range 2000 {
 		dir := blockdev.Op(i % 2)
-		off := j.nextOffsetWrap(dir, spec.BS[dir])
+		off := j.nextOffsetWrap(dir)
 		require.Zero(t, off%4096, "offset %d", off)
 		require.GreaterOrEqual(t, off, int64(0))
 		require.LessOrEqual(t, off+spec.BS[dir], spec.Size, "dir %v offset %d", dir, off)
@@ -337,7 +392,7 @@ func TestNextOffsetSequential(t *testing.T) {
 			spec.RW, spec.BS, spec.Size = tt.rw, tt.bs, tt.size
 			j := newTestJob(spec, 1)
 			for i, d := range tt.draws {
-				assert.Equal(t, d.want, j.nextOffsetWrap(d.dir, tt.bs[d.dir]), "draw %d", i)
+				assert.Equal(t, d.want, j.nextOffsetWrap(d.dir), "draw %d", i)
 			}
 		})
 	}
@@ -437,8 +492,10 @@ func TestRunStopConditions(t *testing.T) {
 		assert.Equal(t, uint64(128), res.Engine.SimulatedIOs)
 	})
 	t.Run("size with mixed bs", func(t *testing.T) {
-		// size counts bytes of both directions.
-		res, _ := runJobs(t, 1, "[j]\nrw=randrw\nbs=4k,8k\nsize=512k\ndirect=1\n", RunOptions{AppPerIO: app})
+		// size counts bytes of both directions. norandommap: with the
+		// random map, fio ends a randrw job whose directions have
+		// different block sizes early (randomMapOffset).
+		res, _ := runJobs(t, 1, "[j]\nrw=randrw\nbs=4k,8k\nnorandommap\nsize=512k\ndirect=1\n", RunOptions{AppPerIO: app})
 		j := onlyJob(t, res)
 		total := j.Read.Bytes + j.Write.Bytes
 		assert.GreaterOrEqual(t, total, uint64(512<<10))

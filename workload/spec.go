@@ -218,8 +218,9 @@ type JobSpec struct {
 	// then uses BS.
 	BSRange [2][2]int64
 	// BSSplit is fio's bssplit=: per direction the block sizes and the
-	// share of IOs of each; nil for a direction that has none. It takes
-	// precedence over BSRange and BS, as in fio.
+	// share of IOs of each, by increasing share as fio sorts them; nil for
+	// a direction that has none. It takes precedence over BSRange and BS,
+	// as in fio.
 	BSSplit [2][]BSSplitEntry
 	// BlockAlign is fio's blockalign= (ba): per direction the alignment of
 	// random offsets; 0 means the smallest block size in use.

@@ -323,18 +323,17 @@ func (j *job) dryRun() {
 			}
 		}
 		dir := j.pickDir()
-		bs := j.pickBS(dir)
-		var off int64
+		var off, bs int64
 		if j.multi() {
 			var r pickResult
-			if off, r = j.nextFileOffset(dir, bs); r == pickNone {
+			if off, bs, r = j.nextFileOffset(dir); r == pickNone {
 				break
 			} else if r == pickBusy {
 				continue
 			}
 		} else {
 			var ok bool
-			if off, ok = j.nextOffset(dir, bs); !ok {
+			if off, bs, ok = j.nextOffset(dir); !ok {
 				break
 			}
 		}
