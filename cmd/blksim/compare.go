@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/blksim/blksim/report"
 	"github.com/blksim/blksim/stack"
@@ -35,6 +37,9 @@ func parseVariant(arg string) (variant, error) {
 	name = strings.TrimSpace(name)
 	if !ok || name == "" {
 		return variant{}, bad("compare: --variant %q: want NAME:KEY=VALUE[,KEY=VALUE]...", arg)
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return variant{}, bad("compare: --variant %q: the name has a control character (it heads a table row)", name)
 	}
 	v := variant{name: name, settings: []string{}, env: map[string]string{}}
 	if strings.TrimSpace(rest) == "" {
@@ -96,6 +101,9 @@ func parseSweep(arg string) (sweep, error) {
 		v = strings.TrimSpace(v)
 		if v == "" {
 			return sweep{}, bad("compare: --sweep %s: empty value in %q", k, vals)
+		}
+		if slices.Contains(s.values, v) {
+			return sweep{}, bad("compare: --sweep %s: value %q given twice", k, v)
 		}
 		s.values = append(s.values, v)
 	}

@@ -204,6 +204,8 @@ func TestCompareBadInputExitsTwo(t *testing.T) {
 		{"empty env name", []string{"compare", job, "--variant", "bad:env.=4k"}, []string{"--variant bad", `"env.=4k"`}},
 		{"sweep without =", []string{"compare", job, "--variant", v, "--sweep", "env.BS"}, []string{"--sweep", `"env.BS"`}},
 		{"sweep empty value", []string{"compare", job, "--variant", v, "--sweep", "env.BS=4k,,8k"}, []string{"--sweep env.BS", "empty value"}},
+		{"sweep value twice", []string{"compare", job, "--variant", v, "--sweep", "env.BS=4k,8k,4k"}, []string{"--sweep env.BS", `value "4k" given twice`}},
+		{"variant name with a tab", []string{"compare", job, "--variant", "a\tb:env.BS=4k"}, []string{"--variant", "control character"}},
 		{"sweep unknown key", []string{"compare", job, "--variant", v, "--sweep", "host.frob=1,2"}, []string{"--sweep host.frob", `"host.frob"`}},
 		{"sweep bad value", []string{"compare", job, "--variant", v, "--sweep", "host.cpus=2,lots"}, []string{"--sweep host.cpus", `"lots"`}},
 		{"two sweeps", []string{"compare", job, "--variant", v, "--sweep", "env.BS=4k", "--sweep", "host.cpus=2"}, []string{"one --sweep"}},

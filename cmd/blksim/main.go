@@ -480,7 +480,11 @@ func cmdKeys(args []string, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.Default, k.Doc)
 	}
 	fmt.Fprintln(tw, "device.<key>\t(profile)\toverride a key of the device profile (see testdata/devices/README.md)")
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\nValues: durations take a unit (ns, us, ms, s, m, h; a bare number is nanoseconds), sizes a binary suffix k, m, g or t (KiB, MiB...; a bare number is bytes), booleans true or false (also 1/0, yes/no, on/off).")
+	return err
 }
 
 // writeLayout prints each file's extents (file offset, device offset and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,8 +183,12 @@ func TestKeysListsEveryKey(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	require.NotEmpty(t, lines)
 	assert.Equal(t, []string{"KEY", "DEFAULT", "MEANING"}, strings.Fields(lines[0]))
+	// The table ends at a blank line; a note on value syntax follows.
+	end := slices.Index(lines, "")
+	require.Positive(t, end, "a blank line before the note")
+	assert.Contains(t, strings.Join(lines[end:], "\n"), "a bare number is nanoseconds")
 	listed := map[string][]string{}
-	for _, l := range lines[1:] {
+	for _, l := range lines[1:end] {
 		f := strings.Fields(l)
 		require.GreaterOrEqual(t, len(f), 3, "line %q", l)
 		listed[f[0]] = f

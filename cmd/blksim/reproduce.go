@@ -290,6 +290,11 @@ func experimentDirs(dir string) ([]experimentDir, error) {
 	return dirs, nil
 }
 
+// notInside says why a job or stack path in published.toml was refused:
+// an experiment is read as a directory of its own (the shipped ones from
+// the binary), so its files are named relative to it.
+const notInside = "must name a file in the experiment's directory (a relative path with slashes, no \"..\", not absolute)"
+
 // listExperiments returns the subdirectories of root holding a
 // published.toml.
 func listExperiments(root fs.FS, display, disk string) ([]experimentDir, error) {
@@ -410,6 +415,9 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		}
 		job = fios[0]
 	}
+	if !fs.ValidPath(job) {
+		return fail("job %q: %s", job, notInside)
+	}
 	jobData, err := fs.ReadFile(d.fsys, job)
 	if err != nil {
 		return fail("job %q: %v", job, err)
@@ -466,6 +474,9 @@ func loadExperiment(d experimentDir, expIndex int) (report.ReproExperiment, []re
 		}
 		if row.Stack == "" {
 			return rowFail("no stack file")
+		}
+		if !fs.ValidPath(row.Stack) {
+			return rowFail("stack %q: %s", row.Stack, notInside)
 		}
 		stackData, err := fs.ReadFile(d.fsys, row.Stack)
 		if err != nil {

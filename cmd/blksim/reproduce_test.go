@@ -450,6 +450,9 @@ func TestReproducePublishedErrorLines(t *testing.T) {
 		{head + "frob = 1\n" + row, `published.toml:3: unknown key "frob"`},
 		{head + row + "tolerance = -1\n", "published.toml:4: rows.r: tolerance -1"},
 		{head + "[rows.r]\nstack = \"nope.toml\"\nread_mibs = 1\n", `published.toml:3: rows.r: stack "nope.toml"`},
+		{head + "[rows.r]\nstack = \"/etc/passwd\"\nread_mibs = 1\n", `published.toml:3: rows.r: stack "/etc/passwd": must name a file in the experiment's directory`},
+		{head + "[rows.r]\nstack = \"../stack.toml\"\nread_mibs = 1\n", `stack "../stack.toml": must name a file in the experiment's directory`},
+		{head + "job = \"/tmp/x.fio\"\n" + row, `job "/tmp/x.fio": must name a file in the experiment's directory`},
 	} {
 		root := experiment(t, "exp", map[string]string{"small.fio": bsJob, "stack.toml": smallStack, "published.toml": tc.published})
 		r := runCLI(t, deterministic, "reproduce", "--dir", root)
