@@ -224,8 +224,15 @@ func (h *Harness) Go(name string, at time.Duration, fn func(t *sim.Task)) *sim.T
 
 // Write dirties pages [page, page+pages) of f from t, as a buffered
 // write() does: CopyCost per page on a CPU, the pages dirty, the inode
-// marked dirty, then BalanceDirtyPages with the pages newly dirtied.
+// marked dirty, then BalanceDirtyPages with the pages newly dirtied. A
+// negative page or count writes nothing and fails the test when Run or
+// RunUntil returns.
 func (h *Harness) Write(t *sim.Task, f *FakeFile, page, pages int64) {
+	if page < 0 || pages < 0 {
+		// From a task: the test fails when Run or RunUntil returns.
+		h.errs = append(h.errs, fmt.Errorf("writeback harness: %s: write of pages [%d, %d+%d) of %s: a page and a count must not be negative", t.Name(), page, page, pages, f.name))
+		return
+	}
 	t.CPU(time.Duration(pages) * h.opt.CopyCost)
 	f.grow(page + pages)
 	h.writes++
@@ -302,8 +309,16 @@ type WriterOptions struct {
 }
 
 // Writer starts a task called name that writes pages of f sequentially
-// as w describes. An fsync error fails the test.
+// as w describes. An fsync error fails the test, and so does (at once) a
+// negative Page or Pages.
 func (h *Harness) Writer(name string, f *FakeFile, w WriterOptions) *sim.Task {
+	if h.tb != nil {
+		h.tb.Helper()
+	}
+	if w.Page < 0 || w.Pages < 0 {
+		h.fail(fmt.Errorf("writeback harness: writer %s: Page %d and Pages %d must not be negative", name, w.Page, w.Pages))
+		return nil
+	}
 	if w.Chunk <= 0 {
 		w.Chunk = 128
 	}

@@ -495,3 +495,34 @@ func TestHarnessFsyncLeavesDirtyPages(t *testing.T) {
 	h.Run()
 	assert.Equal(t, int64(64+4), f.Written(), "the rewritten pages went out again")
 }
+
+// Negative pages fail the test with a message saying so, not with an
+// index out of range inside a task: at once from Writer, and when Run
+// returns from a Write inside a task.
+func TestHarnessNegativePages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		use  func(h *writeback.Harness, f *writeback.FakeFile)
+		want string
+	}{
+		{"Writer", func(h *writeback.Harness, f *writeback.FakeFile) {
+			h.Writer("w", f, writeback.WriterOptions{Page: -3, Pages: 8})
+		}, "writeback harness: writer w: Page -3 and Pages 8 must not be negative"},
+		{"Write", func(h *writeback.Harness, f *writeback.FakeFile) {
+			h.Go("w", 0, func(tk *sim.Task) { h.Write(tk, f, 0, -1) })
+			h.Run()
+		}, "writeback harness: w: write of pages [0, 0+-1) of f: a page and a count must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := &fakeTB{TB: t}
+			h := writeback.NewHarness(ft, writeback.HarnessOptions{})
+			f := h.File("f")
+			func() {
+				defer func() { _ = recover() }()
+				tc.use(h, f)
+			}()
+			assert.Equal(t, tc.want, ft.msg)
+			assert.Zero(t, f.DirtyPages())
+		})
+	}
+}
