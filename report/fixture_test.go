@@ -92,12 +92,15 @@ func sampleResult() *workload.Result {
 	}
 
 	a := workload.JobResult{Name: "randread", JobID: 0, GroupID: 0, RW: "randread",
-		BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Runtime: 2_500_123_456}
+		BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Runtime: 2_500_123_456,
+		Options: []workload.OptionValue{{Name: "rw", Value: "randread"}, {Name: "bs", Value: "4k"}}}
 	gen(&a.Read, 20000, 4096, nil, expo(80_000, 40_000))
 	a.CPU = workload.CPUUsage{User: 13_100_000, Sys: 97_800_000, Ctx: 20_011, Runtime: a.Runtime}
 
 	b := workload.JobResult{Name: "mixed", JobID: 1, GroupID: 1, RW: "randrw",
-		BS: [2]int64{4096, 16384}, IOEngine: "libaio", IODepth: 32, Runtime: 3_000_400_000}
+		BS: [2]int64{4096, 16384}, IOEngine: "libaio", IODepth: 32, Runtime: 3_000_400_000,
+		Options: []workload.OptionValue{{Name: "rw", Value: "randrw"}, {Name: "bs", Value: "4k,16k"},
+			{Name: "ioengine", Value: "libaio"}, {Name: "iodepth", Value: "32"}, {Name: "new_group", Value: ""}}}
 	gen(&b.Read, 30000, 4096, expo(900, 1500), logn(2_500_000, 0.4))
 	gen(&b.Write, 12000, 16384, expo(1200, 2000), logn(3_000_000, 0.5))
 	b.CPU = workload.CPUUsage{User: 60_000_000, Sys: 400_900_000, Ctx: 9_001, Runtime: b.Runtime}
@@ -146,6 +149,7 @@ func sampleResult() *workload.Result {
 
 	ios := a.Read.IOs + b.Read.IOs + b.Write.IOs + c.Read.IOs + c.Write.IOs + d.Write.IOs
 	return &workload.Result{
+		GlobalOptions: []workload.OptionValue{{Name: "direct", Value: "1"}, {Name: "size", Value: "1g"}, {Name: "time_based", Value: ""}},
 		Groups: []workload.GroupResult{
 			{GroupID: 0, Jobs: []workload.JobResult{a}},
 			{GroupID: 1, Jobs: []workload.JobResult{b, c}},

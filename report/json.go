@@ -20,14 +20,16 @@ import (
 // spaces a level), with floats printed as fio's %f (six decimals).
 //
 // Top level: "fio version" ("blksim"), "timestamp" and "timestamp_ms" (0, to
-// be deterministic), "global options" ({}), "jobs" (one object per
+// be deterministic), "global options" (when the run had any: the [global]
+// and command-line options, each name with its value as written, "" for a
+// bare flag, as fio's json_add_job_opts writes them), "jobs" (one object per
 // JobResult, groups in order), "disk_util" (fio's per-device counters:
 // "name", "read_ios", "write_ios", "read_sectors", "write_sectors",
 // "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue" in
 // msec, "util" in percent) when r.Disks is set, "blksim".
 //
-// Each job: "jobname", "groupid", "error", "job options" (rw, bs, ioengine,
-// iodepth as strings, those that are set; bs is "R" or "R,W" in bytes), then
+// Each job: "jobname", "groupid", "error", "job options" (when its section
+// gave any: those options, as "global options" are written), then
 // "read", "write", "trim" and "sync", then "job_runtime" (msec). A direction
 // has "io_bytes", "io_kbytes", "bw_bytes", "bw" (KiB/s), "iops" (float),
 // "runtime" (msec), "total_ios", "short_ios" and "drop_ios" (0), and the
@@ -79,7 +81,9 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	root.add("fio version", "blksim")
 	root.add("timestamp", 0)
 	root.add("timestamp_ms", 0)
-	root.add("global options", new(jsonObject))
+	if len(r.GlobalOptions) > 0 {
+		root.add("global options", optionsJSON(r.GlobalOptions))
+	}
 	jobs := []any{}
 	for gi := range r.Groups {
 		for ji := range r.Groups[gi].Jobs {
@@ -98,6 +102,16 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	return b.Flush()
 }
 
+// optionsJSON is fio's "job options" or "global options": each option's
+// name and value as given, in order, as json_add_job_opts writes them.
+func optionsJSON(opts []workload.OptionValue) *jsonObject {
+	o := new(jsonObject)
+	for _, v := range opts {
+		o.add(v.Name, v.Value)
+	}
+	return o
+}
+
 // jobJSON is one entry of "jobs".
 func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o := new(jsonObject)
@@ -105,23 +119,9 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o.add("groupid", j.GroupID)
 	o.add("error", j.Error)
 
-	opts := new(jsonObject)
-	if j.RW != "" {
-		opts.add("rw", j.RW)
+	if len(j.Options) > 0 {
+		o.add("job options", optionsJSON(j.Options))
 	}
-	switch {
-	case j.BS[0] == j.BS[1] && j.BS[0] > 0:
-		opts.add("bs", strconv.FormatInt(j.BS[0], 10))
-	case j.BS[0] > 0 || j.BS[1] > 0:
-		opts.add("bs", strconv.FormatInt(j.BS[0], 10)+","+strconv.FormatInt(j.BS[1], 10))
-	}
-	if j.IOEngine != "" {
-		opts.add("ioengine", j.IOEngine)
-	}
-	if j.IODepth > 0 {
-		opts.add("iodepth", strconv.Itoa(j.IODepth))
-	}
-	o.add("job options", opts)
 
 	for _, d := range directions(j) {
 		o.add(d.name, dirJSON(j, d.stats, bins))

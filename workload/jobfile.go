@@ -282,8 +282,9 @@ type parser struct {
 
 	global sectionState // [global] options so far
 	// globalAt is where each [global] option (by table name) was last
-	// set.
-	globalAt map[string]optPos
+	// set, and globalOpts the [global] options in order.
+	globalAt   map[string]optPos
+	globalOpts []OptionValue
 	sec      *section // the section being read; nil before the first
 	jobs     []JobSpec
 	names    map[string]bool // job names so far, for wait_for
@@ -532,6 +533,7 @@ func (p *parser) endSection() *ParseError {
 			p.globalAt = map[string]optPos{}
 		}
 		maps.Copy(p.globalAt, where)
+		p.globalOpts = appendOptionValues(p.globalOpts, sec.opts)
 		return perr
 	}
 	st := p.global
@@ -542,6 +544,8 @@ func (p *parser) endSection() *ParseError {
 	js.File = sec.file
 	js.Line = sec.line
 	opts := sec.opts
+	js.Options = appendOptionValues(nil, sec.opts)
+	js.GlobalOptions = slices.Clone(p.globalOpts)
 	for _, o := range p.opt.Overrides {
 		po, perr := p.pendingOption(CommandLine, 0, o.Name, o.Value, o.HasValue, nil)
 		if perr != nil {
@@ -552,6 +556,7 @@ func (p *parser) endSection() *ParseError {
 				Err: syntaxError("--name defines a job; it cannot be combined with a job file (give either)")}
 		}
 		opts = append(opts[:len(opts):len(opts)], po)
+		js.GlobalOptions = appendOptionValues(js.GlobalOptions, []pendingOpt{po})
 	}
 	own, perr := p.applyAll(&st, opts)
 	if perr != nil {
@@ -575,6 +580,15 @@ func (p *parser) endSection() *ParseError {
 	p.jobs = append(p.jobs, *js)
 	p.names[js.Name] = true
 	return nil
+}
+
+// appendOptionValues appends opts to vs as fio's JSON reports them: the
+// option's table name and its value as written.
+func appendOptionValues(vs []OptionValue, opts []pendingOpt) []OptionValue {
+	for _, po := range opts {
+		vs = append(vs, OptionValue{Name: po.o.name, Value: po.value})
+	}
+	return vs
 }
 
 // optPos is where an option was set.

@@ -88,6 +88,13 @@ name=renamed
 	assert.Equal(t, optPos{"test.fio", 3, "ioengine"}, js.where["ioengine"], "in [global]")
 	assert.Equal(t, optPos{"test.fio", 11, "bs"}, js.where["bs"], "in the job's section")
 	js.where = nil
+	// The options as given, for fio's JSON "global options" and "job
+	// options": table names, values as written, "" for a bare flag.
+	assert.Equal(t, []OptionValue{{"ioengine", "sync"}, {"direct", "1"}, {"thread", ""}, {"group_reporting", ""}}, js.GlobalOptions)
+	assert.Equal(t, []OptionValue{{"rw", "randrw"}, {"rwmixread", "70"}, {"bs", "4k,16k"}, {"size", "1g"},
+		{"filename", "/dev/nvme0n1"}, {"numjobs", "4"}, {"iodepth", "1"}, {"runtime", "30s"}, {"time_based", ""},
+		{"ramp_time", "2s"}, {"randseed", "1234"}, {"name", "renamed"}}, js.Options)
+	js.Options, js.GlobalOptions = nil, nil
 	assert.Equal(t, want, js)
 
 	src = `[global]

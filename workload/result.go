@@ -128,6 +128,9 @@ type JobResult struct {
 	BSMax [2]int64
 	// Description is the job's description= text ("" if none).
 	Description string
+	// Options are the options the job's section gave (JobSpec.Options):
+	// fio's JSON "job options".
+	Options []OptionValue
 	// Jobs is how many jobs this result stands for: 1, or the number of
 	// jobs merged into a group_reporting result.
 	Jobs int
@@ -253,6 +256,10 @@ type Result struct {
 	// Writeback holds the page-cache writeback figures of a run that did
 	// buffered IO (nil otherwise, or if the caller did not fill it).
 	Writeback *WritebackResult
+	// GlobalOptions are the run's [global] and command-line options
+	// (JobSpec.GlobalOptions of its first job): fio's JSON "global
+	// options".
+	GlobalOptions []OptionValue
 }
 
 // WritebackResult is the writeback domain's figures at the end of a run:

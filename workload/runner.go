@@ -238,7 +238,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
-				NoClatPercentiles: s.NoClatPercentiles}
+				NoClatPercentiles: s.NoClatPercentiles, Options: s.Options}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
 				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {
@@ -292,7 +292,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	if err := runEngine(e, stallLimit(fsys)); err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &Result{GlobalOptions: specs[0].GlobalOptions}
 	var ios uint64
 	for _, j := range r.jobs {
 		ios += j.res.Read.IOs + j.res.Write.IOs

@@ -63,6 +63,14 @@ func (m RWMode) HasWrite() bool {
 // DefaultRandSeed is fio's default randseed (options.c: def "0x89").
 const DefaultRandSeed uint64 = 0x89
 
+// OptionValue is one option as a job file or the command line gave it:
+// fio's name for the option (an alias is reported under it: blockalign
+// as ba) and the value as written after ${VAR} expansion, "" for a flag
+// given bare.
+type OptionValue struct {
+	Name, Value string
+}
+
 // JobSpec is one job section of a job file after [global] inheritance and
 // defaults are applied. A JobSpec describes numjobs clones of the job; the
 // runner makes the clones.
@@ -76,6 +84,12 @@ type JobSpec struct {
 	// where is where each option the job has (by table name) was set,
 	// its own section's or [global]'s, for errors about it.
 	where map[string]optPos
+	// Options are the options the job's own section (or the command
+	// line, after its --name) gave, in order, and GlobalOptions those of
+	// [global] sections and of the command line outside jobs (options
+	// that override a job file's included): fio's JSON "job options" and
+	// "global options".
+	Options, GlobalOptions []OptionValue
 
 	// RW is the IO pattern; default RWRead.
 	RW RWMode

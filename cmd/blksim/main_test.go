@@ -321,7 +321,8 @@ func TestDefaultRunBS(t *testing.T) {
 	}
 	r := runCLI(t, map[string]string{"BLKSIM_DETERMINISTIC": "1", "BS": "1M"}, "run", "--output-format", "json")
 	require.Equal(t, exitOK, r.status, "stderr: %s", r.stderr)
-	assert.Contains(t, r.stdout, `"bs" : "1048576"`)
+	// The job file's [global] bs=${BS}, as fio reports it.
+	assert.Contains(t, r.stdout, `"bs" : "1M"`)
 }
 
 func TestStackAndSetChangeTheRun(t *testing.T) {
