@@ -285,9 +285,9 @@ type parser struct {
 	// set, and globalOpts the [global] options in order.
 	globalAt   map[string]optPos
 	globalOpts []OptionValue
-	sec      *section // the section being read; nil before the first
-	jobs     []JobSpec
-	names    map[string]bool // job names so far, for wait_for
+	sec        *section // the section being read; nil before the first
+	jobs       []JobSpec
+	names      map[string]bool // job names so far, for wait_for
 }
 
 // sectionState is what a section's options set: a job spec and the
