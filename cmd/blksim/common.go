@@ -75,6 +75,22 @@ func checkOutputPath(cmd, path string) error {
 	return nil
 }
 
+// stdFile returns os.Stdout or os.Stderr if path is the very file one of
+// them has open (as /dev/stdout is, whatever it was redirected to), else
+// nil.
+func stdFile(path string) *os.File {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	for _, f := range []*os.File{os.Stdout, os.Stderr} {
+		if sfi, err := f.Stat(); err == nil && os.SameFile(fi, sfi) {
+			return f
+		}
+	}
+	return nil
+}
+
 // outputTarget returns the file an --output path names: the path itself,
 // or, if it is a symbolic link to a regular file, the file it points to
 // (which is replaced, leaving the link in place). special reports an
@@ -119,6 +135,15 @@ func emit(stdout io.Writer, path string, data []byte) error {
 // the link kept; an existing file that is not a regular file (a device,
 // a FIFO) cannot be replaced and is written in place.
 func writeFileAtomic(path string, data []byte) (err error) {
+	if std := stdFile(path); std != nil {
+		// /dev/stdout redirected to a file (perhaps with >>): write
+		// through the descriptor, at its offset and in its append mode,
+		// instead of replacing the file or reopening it at offset 0.
+		if _, err := std.Write(data); err != nil {
+			return fmt.Errorf("--output %s: %w", path, err)
+		}
+		return nil
+	}
 	target, special, err := outputTarget(path)
 	if err != nil {
 		return fmt.Errorf("--output %s: %w", path, err)

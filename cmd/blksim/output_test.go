@@ -2,7 +2,9 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -239,4 +241,33 @@ func TestOutputSymlinkAndFIFO(t *testing.T) {
 	fi, err = os.Lstat(fifo)
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeNamedPipe, fi.Mode().Type(), "the FIFO is not replaced")
+}
+
+// --output /dev/stdout with stdout redirected to a file, appending: the
+// report is appended through the descriptor, and what the file held is
+// kept (the file is neither replaced nor rewritten from offset 0).
+func TestOutputDevStdoutRedirectedToFile(t *testing.T) {
+	if _, err := os.Stat("/dev/stdout"); err != nil {
+		t.Skip("no /dev/stdout on this system")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	job := writeFile(t, "bs.fio", bsJob)
+	log := filepath.Join(t.TempDir(), "log.txt")
+	require.NoError(t, os.WriteFile(log, []byte("previous log line\n"), 0o600))
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "run", "--output", "/dev/stdout", job)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "BLKSIM_DETERMINISTIC=1", "BS=4k")
+	cmd.Stdout = f
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	require.NoError(t, f.Close())
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), "previous log line\nstack: "), "%.80q", data)
+	fi, err := os.Stat(log)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the same file, not a new one")
 }
