@@ -429,3 +429,42 @@ func TestAsyncEndFsyncWritesEverything(t *testing.T) {
 		})
 	}
 }
+
+// fio's get_next_buflen redraws until the size fits before the region's
+// end (io_u_fits), so a sequential bsrange or bssplit job moves exactly
+// size bytes (it moved 972 KiB of 1 MiB for bsrange=4k-64k when the size
+// was drawn before the offset).
+func TestRunSequentialVariableBSFillsRegion(t *testing.T) {
+	for _, bs := range []string{"bsrange=4k-64k", "bssplit=4k/50:64k/50"} {
+		t.Run(bs, func(t *testing.T) {
+			jobs, _, _ := runSrc(t, "[j]\ndirect=1\nrw=read\nsize=1m\n"+bs+"\n")
+			require.Len(t, jobs, 1)
+			assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+			assert.Equal(t, uint64(1<<20), jobs[0].Read.Bytes)
+		})
+	}
+}
+
+// A bssplit entry whose share is 0 (fio gives "8k/100:4k/" the remaining
+// 0%) is never drawn, but it sets the random map's unit: a block where
+// only it would fit is passed over, never an empty IO (which failed the
+// job with EINVAL for some seeds; fio would retry forever).
+func TestRunBSSplitZeroShareNoEmptyIO(t *testing.T) {
+	for seed := range uint64(16) {
+		res, _ := runJobs(t, seed+1, "[j]\ndirect=1\nrw=randread\nsize=12k\nbssplit=8k/100:4k/\n", RunOptions{AppPerIO: time.Microsecond})
+		j := onlyJob(t, res)
+		assert.Zero(t, j.Error, "seed %d: %s", seed+1, j.ErrorMsg)
+	}
+}
+
+// fio cuts every bssplit size down to a multiple of the smallest when
+// that is a power of two (get_next_buflen: buflen &= ~(minbs-1)), so
+// bssplit=4k/50:6k/50 issues only 4 KiB IOs.
+func TestRunBSSplitSizesAlignedToSmallest(t *testing.T) {
+	st := newStack(t, 1)
+	res := runOn(t, st, "[j]\ndirect=1\nrw=randread\nsize=256k\nbssplit=4k/50:6k/50\n")
+	j := onlyJob(t, res)
+	require.Zero(t, j.Error, j.ErrorMsg)
+	assert.Equal(t, uint64(256<<10), j.Read.Bytes)
+	assert.Equal(t, uint64(64), j.Read.IOs, "every IO 4 KiB")
+}

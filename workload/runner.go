@@ -1164,7 +1164,8 @@ func (j *job) pickBS(dir blockdev.Op) int64 {
 // a direction with one block size takes it as it is; otherwise the size is
 // 0 when the smallest does not fit, and else sizes are drawn until one
 // fits: from the bssplit table (a draw takes the first entry, from the one
-// it lands on, that fits, or the last), or from the bsrange range (a
+// it lands on, that fits, or the last; cut down to a multiple of the
+// smallest size when that is a power of two), or from the bsrange range (a
 // multiple of its smallest size).
 func (j *job) pickBSIn(dir blockdev.Op, room int64) int64 {
 	s := j.spec
@@ -1195,6 +1196,11 @@ func (j *job) pickBSIn(dir blockdev.Op, room int64) int64 {
 			}
 			if bs == 0 {
 				bs = split[len(split)-1].BS
+			}
+			// fio: a power-of-two smallest size aligns every size drawn
+			// (buflen &= ~(minbs-1); blksim has no bs_unaligned).
+			if lo := minBSDir(s, dir); lo&(lo-1) == 0 {
+				bs &^= lo - 1
 			}
 		} else {
 			// fio: minbs + maxbs * uniform, down to a multiple of minbs, at
@@ -1263,14 +1269,13 @@ func (j *job) nextOffset(dir blockdev.Op) (off, bs int64, ok bool) {
 // makes the file done.
 func (j *job) offsetIn(f *jobFile, dir blockdev.Op, finite bool) (off, bs int64, ok bool) {
 	s := j.spec
-	useMap := s.RW.Random() && !s.NoRandomMap && f.dist[dir] == nil
+	if !s.RW.Random() {
+		return j.seqOffset(f, dir, finite)
+	}
+	useMap := !s.NoRandomMap && f.dist[dir] == nil
 	if !useMap {
 		// The offset depends on the size: draw it first.
 		bs = j.pickBS(dir)
-	}
-	if !s.RW.Random() {
-		off, ok = j.nextSeq(f, dir, bs, finite)
-		return off, bs, ok
 	}
 	random := true
 	if s.SeqNr > 1 {
@@ -1359,6 +1364,14 @@ func (j *job) randomMapOffset(f *jobFile, dir blockdev.Op, exhaust bool) (off, b
 		if ok && b < limit {
 			off = b * unit
 			bs = j.pickBSIn(dir, f.regionLen-off)
+			if bs == 0 {
+				// No size the job draws fits before the region's end
+				// (a bssplit entry of 0% made the unit smaller than
+				// any size drawn; fio would retry forever): the block
+				// is used up, try another.
+				f.rmap.mark(b, 1)
+				continue
+			}
 			n := f.rmap.mark(b, (bs+unit-1)/unit)
 			return off, min(bs, n*unit), true
 		}
@@ -1376,6 +1389,30 @@ func (j *job) dirUnit(dir blockdev.Op) int64 {
 		j.mapUnit[dir] = max(minBSDir(j.spec, dir), 1)
 	}
 	return j.mapUnit[dir]
+}
+
+// seqOffset is offsetIn for a sequential job: the next position (nextSeq,
+// with room for the direction's smallest size), then a size drawn to fit
+// before the region's end, as fio's get_next_buflen redraws until
+// io_u_fits, so a job of several sizes moves exactly its region. With
+// finite, ok is false when no size the job draws fits (the file is done);
+// without, the region starts over.
+func (j *job) seqOffset(f *jobFile, dir blockdev.Op, finite bool) (off, bs int64, ok bool) {
+	for range 2 {
+		if off, ok = j.nextSeq(f, dir, minBSDir(j.spec, dir), finite); !ok {
+			return 0, 0, false
+		}
+		if bs = j.pickBSIn(dir, f.regionLen-off); bs > 0 {
+			f.seq[dir] = off + bs
+			return off, bs, true
+		}
+		// Only a bssplit entry of 0% fits what is left.
+		if finite {
+			return 0, 0, false
+		}
+		f.seq[dir] = f.regionLen // start over
+	}
+	return 0, 0, false
 }
 
 // nextSeq returns the next sequential offset in f for dir: the end of the
