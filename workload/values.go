@@ -179,11 +179,13 @@ func parseTimeUnit(raw string, unit time.Duration) (time.Duration, error) {
 	u := unit
 	if s := strings.ToLower(raw[i:]); s != "" {
 		if strings.HasPrefix(s, ".") && countDigits(s[1:]) > 0 {
+			// fio's get_mult_time stops at the point, finds no unit
+			// letter there and takes the option's default unit.
 			hint := ""
 			if rest := s[1+countDigits(s[1:]):]; (rest == "s" || rest == "" && unit == time.Second) && len(s) <= 5 {
 				hint = fmt.Sprintf(" (%sms for %s)", decimalMillis(raw[:i]+s[:1+countDigits(s[1:])]), raw)
 			}
-			return 0, badValue(raw, "fio reads decimals in times as their integer part (%s); write the time in a smaller unit%s", raw[:i], hint)
+			return 0, badValue(raw, "fio reads a decimal time as its integer part in the option's default unit, %d%s here (the suffix after the point is ignored); write the time in a smaller unit%s", n, unitSuffix(unit), hint)
 		}
 		var ok bool
 		if u, ok = timeUnits[s]; !ok {
@@ -194,6 +196,17 @@ func parseTimeUnit(raw string, unit time.Duration) (time.Duration, error) {
 		return 0, badValue(raw, "duration too long")
 	}
 	return time.Duration(n) * u, nil
+}
+
+// unitSuffix is fio's suffix for a time option's default unit.
+func unitSuffix(unit time.Duration) string {
+	switch unit {
+	case time.Microsecond:
+		return "us"
+	case time.Millisecond:
+		return "ms"
+	}
+	return "s"
 }
 
 func timeExpectFor(unit time.Duration) string {
