@@ -7,12 +7,16 @@ import "github.com/blksim/blksim/sim"
 // plugFlushCount requests or one of plugFlushBytes or more, and when the
 // task sleeps. Get one from Queue.StartPlug; a Plug is owned by its task.
 //
-// Its trace events are the kernel's: P when a request joins an empty
-// batch (blk_start_plug itself traces nothing, so a plug that only
-// merged bios, or saw none, leaves no P), U with the batch's depth when
-// Finish or a full batch flushes it, and UT when the task's sleep does
+// Its trace events are 5.x's: P when a request joins an empty batch
+// (blk_start_plug itself traces nothing, so a plug that only merged
+// bios, or saw none, leaves no P), U with the batch's depth when Finish
+// or a full batch flushes it, and UT when the task's sleep does
 // (blk_flush_plug_list from schedule: trace_block_unplug with explicit
-// false).
+// false); then I for each request a scheduler takes, or, without one,
+// for each that must wait for a tag (the others are issued directly,
+// blk_mq_try_issue_list_directly, and traced D only). Kernels from 5.16
+// issue such a batch directly without U as well (blk_mq_plug_issue_direct);
+// blksim traces the U.
 type Plug struct {
 	q      *Queue
 	owner  *sim.Task

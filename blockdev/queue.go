@@ -504,14 +504,23 @@ func (q *Queue) merged(r *Request, b *Bio, a TraceAction) {
 	q.traceBio(a, b, 0)
 }
 
-// insert hands a request to the scheduler or the software queue (I).
+// insert hands a request to the scheduler (I) or, without one, to its
+// hardware queue's list, issued from there in order as tags free up.
 func (q *Queue) insert(r *Request) {
-	q.traceReq(TraceInsert, r, 0)
 	if q.sched != nil {
+		q.traceReq(TraceInsert, r, 0)
 		q.sched.insert(q, r)
 		return
 	}
 	h := &q.hwqs[r.HWQueue]
+	if len(h.list) >= len(h.tags) {
+		// Without a scheduler a request that finds a free tag is issued
+		// directly (blk_mq_try_issue_directly, and from a plug
+		// blk_mq_try_issue_list_directly), which traces no I; only one
+		// that must wait for a tag is inserted in the hardware queue's
+		// list (blk_mq_insert_requests traces I).
+		q.traceReq(TraceInsert, r, 0)
+	}
 	h.list = append(h.list, r)
 }
 
