@@ -244,12 +244,16 @@ func (w *Writer) Err() error {
 
 // Close flushes and closes every file and, if neither Trace nor Close met
 // an error, puts the trace in place: the files of an earlier trace of the
-// same name in dir (<device>.blktrace.<n>) are removed, the temporary files
-// are renamed to their Path, and empty files are created for the CPUs below
-// the highest one seen that traced nothing, so that blkparse finds them
-// all. On an error it removes the temporary files, leaves dir as it was and
-// returns the first error Trace met joined with those of its own. Calls
-// after the first (or after Abort) return ErrClosed.
+// same name in dir (<device>.blktrace.<n>) are replaced: the temporary
+// files are renamed to their Path, empty files put in place for the CPUs
+// below the highest one seen that traced nothing, so that blkparse finds
+// them all, and the earlier trace's files of higher CPUs removed. On an
+// error before the first rename (Trace's, a flush, a directory in the
+// way, an empty file not made) it removes the temporary files, leaves dir
+// as it was and returns the first error Trace met joined with those of
+// its own; a rename or removal failing after that (rare: same directory)
+// leaves the files already renamed in place. Calls after the first (or
+// after Abort) return ErrClosed.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -281,14 +285,35 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// install replaces an earlier trace in dir with the temporary files. It
-// checks first that no directory stands where a file must go, so that the
-// earlier trace is not removed for a rename that would fail.
+// install replaces an earlier trace in dir with the temporary files: it
+// first makes an empty temporary file for each CPU that traced nothing
+// and checks that no directory stands where a file must go (failures
+// there leave dir as it was), then renames every temporary file over its
+// Path, and last removes the earlier trace's files of higher CPU numbers.
 func (w *Writer) install() error {
 	for cpu := range w.cpus {
 		if fi, err := os.Lstat(w.Path(cpu)); err == nil && fi.IsDir() {
 			return fmt.Errorf("blktrace: %s is a directory", w.Path(cpu))
 		}
+	}
+	for cpu, cf := range w.cpus {
+		if cf != nil {
+			continue
+		}
+		f, err := os.CreateTemp(w.dir, "."+w.name+".blktrace."+strconv.Itoa(cpu)+".*.tmp")
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("blktrace: %w", err)
+		}
+		w.cpus[cpu] = &cpuFile{f: f}
+	}
+	for cpu, cf := range w.cpus {
+		if err := os.Rename(cf.f.Name(), w.Path(cpu)); err != nil {
+			return fmt.Errorf("blktrace: %w", err)
+		}
+		w.cpus[cpu] = nil
 	}
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
@@ -300,25 +325,12 @@ func (w *Writer) install() error {
 		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || e.IsDir() {
 			continue
 		}
+		if n, err := strconv.Atoi(rest); err == nil && n < len(w.cpus) {
+			continue // just installed
+		}
 		if err := os.Remove(filepath.Join(w.dir, e.Name())); err != nil {
 			return fmt.Errorf("blktrace: removing an earlier trace: %w", err)
 		}
-	}
-	for cpu, cf := range w.cpus {
-		if cf == nil {
-			f, err := os.Create(w.Path(cpu))
-			if err == nil {
-				err = f.Close()
-			}
-			if err != nil {
-				return fmt.Errorf("blktrace: %w", err)
-			}
-			continue
-		}
-		if err := os.Rename(cf.f.Name(), w.Path(cpu)); err != nil {
-			return fmt.Errorf("blktrace: %w", err)
-		}
-		w.cpus[cpu] = nil
 	}
 	return nil
 }
