@@ -238,7 +238,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
-				NoClatPercentiles: s.NoClatPercentiles}
+				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
 				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {
@@ -863,15 +863,17 @@ func (j *job) invalidate() {
 }
 
 // endFsync fsyncs every file of the job once its IO is done and nothing
-// is in flight (end_fsync=1; backend.c do_io), unless the job failed.
+// is in flight (end_fsync=1; backend.c do_io), unless the job failed. A
+// failed fsync is an IO error of the job (fio's sync io_u) and, unless
+// continue_on_error covers it, fio says "end_fsync failed" and goes on
+// to the next file.
 func (j *job) endFsync(t *sim.Task) {
 	if !j.spec.EndFsync || j.res.Error != 0 {
 		return
 	}
 	for _, f := range j.files {
-		if err := f.file.Fsync(t); err != nil {
-			j.fail(err)
-			return
+		if err := f.file.Fsync(t); err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
+			j.res.ErrorLog = append(j.res.ErrorLog, "fio: end_fsync failed for file "+f.name)
 		}
 	}
 }
@@ -1058,14 +1060,25 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
-		if err == nil && io.dir == blockdev.OpWrite {
+		if err != nil {
+			if !j.ioFailed(err, ddirName(io.dir), f.name, off, io.bs) {
+				return stopFailed
+			}
+			// A non-fatal error (continue_on_error): the IO was issued,
+			// and is not accounted.
+			if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+				j.bytes += io.bs
+				j.ios++
+			}
+			t.ChargeUser(opt.AppPerIO)
+			continue
+		}
+		if io.dir == blockdev.OpWrite {
 			// fio's sync io_u after every N writes: a latency of its own,
 			// not part of the write's.
-			err = j.fsyncEvery(t, f.file, begin >= j.statsFrom)
-		}
-		if err != nil {
-			j.fail(err)
-			return stopFailed
+			if err := j.fsyncEvery(t, f.file, begin >= j.statsFrom); err != nil && !j.ioFailed(err, j.syncDDir(), f.name, 0, 0) {
+				return stopFailed
+			}
 		}
 		if h := opt.onIO; h != nil {
 			h(j.id, f.name, io.dir, off, io.bs)
