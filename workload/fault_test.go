@@ -125,3 +125,25 @@ func TestFaultsDeterministic(t *testing.T) {
 	assert.Equal(t, a.Read.IOs, b.Read.IOs)
 	assert.Equal(t, a.Write.Clat.Mean(), b.Write.Clat.Mean())
 }
+
+// TestBufferedWriteErrorFailsFsync: buffered writes succeed into the page
+// cache; the writeback the fsync starts fails, and the fsync (fsync=N or
+// end_fsync) returns EIO, failing the job with err=5 as fio's sync io_u.
+func TestBufferedWriteErrorFailsFsync(t *testing.T) {
+	for _, opt := range []string{"fsync=16", "end_fsync=1"} {
+		t.Run(opt, func(t *testing.T) {
+			src := "[j]\nrw=write\nbs=4k\nsize=256k\ndirect=0\nfilename=f\n" + opt + "\n"
+			j := runFaulty(t, src, "fault.op=write")[0]
+			assert.Equal(t, int(syscall.EIO), j.Error)
+			assert.Equal(t, "file:io_u.c:1889, func=io_u error, error=Input/output error", j.ErrorMsg)
+			require.NotEmpty(t, j.ErrorLog)
+			assert.Equal(t, "fio: io_u error on file f: Input/output error: sync offset=0, buflen=0", j.ErrorLog[0])
+			if opt == "fsync=16" {
+				assert.Equal(t, uint64(16), j.Write.IOs, "the writes before the failed fsync are accounted")
+			} else {
+				assert.Equal(t, uint64(64), j.Write.IOs)
+				assert.Equal(t, "fio: end_fsync failed for file f", j.ErrorLog[1])
+			}
+		})
+	}
+}

@@ -872,7 +872,7 @@ func (j *job) endFsync(t *sim.Task) {
 		return
 	}
 	for _, f := range j.files {
-		if err := f.file.Fsync(t); err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
+		if err := f.reader().Fsync(t); err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
 			j.res.ErrorLog = append(j.res.ErrorLog, "fio: end_fsync failed for file "+f.name)
 		}
 	}
@@ -1073,12 +1073,12 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			t.ChargeUser(opt.AppPerIO)
 			continue
 		}
+		var syncErr error
 		if io.dir == blockdev.OpWrite {
 			// fio's sync io_u after every N writes: a latency of its own,
-			// not part of the write's.
-			if err := j.fsyncEvery(t, f.file, begin >= j.statsFrom); err != nil && !j.ioFailed(err, j.syncDDir(), f.name, 0, 0) {
-				return stopFailed
-			}
+			// not part of the write's, and an IO of its own: if it fails,
+			// the write is still accounted.
+			syncErr = j.fsyncEvery(t, f, begin >= j.statsFrom)
 		}
 		if h := opt.onIO; h != nil {
 			h(j.id, f.name, io.dir, off, io.bs)
@@ -1104,6 +1104,9 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			j.ios++
 		}
 		if !j.completed(io, j.stamp, j.data) {
+			return stopFailed
+		}
+		if syncErr != nil && !j.ioFailed(syncErr, j.syncDDir(), f.name, 0, 0) {
 			return stopFailed
 		}
 		t.ChargeUser(opt.AppPerIO)
@@ -1551,7 +1554,7 @@ func groupResults(jobs []*job) []GroupResult {
 // write that made N; with account (the ramp is over) it counts the call
 // and its latency in the job's Sync figures, as fio accounts its sync
 // io_us.
-func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File, account bool) error {
+func (j *job) fsyncEvery(t *sim.Task, f *jobFile, account bool) error {
 	s := j.spec
 	if s.Fsync == 0 && s.Fdatasync == 0 {
 		return nil
@@ -1566,7 +1569,9 @@ func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File, account bool) error {
 	}
 	j.writesSinceSync = 0
 	begin := t.Now() + sim.Time(t.Owed())
-	if err := f.Fsync(t); err != nil {
+	// Through the job's own open file description: each job learns of a
+	// writeback error of the file once (errseq).
+	if err := f.reader().Fsync(t); err != nil {
 		return err
 	}
 	if account {
