@@ -24,13 +24,16 @@ func profile(kvs ...string) map[string]ProfileValue {
 
 // conformanceDevices are every Device implementation, each built from a
 // small profile. The conformance tests run against all of them.
-var conformanceDevices = []struct {
+// conformanceDevice is one device profile under the conformance tests.
+type conformanceDevice struct {
 	name    string
 	profile []string
 	// discards marks a device that keeps no data (null_blk without
 	// memory_backed): it departs from the contract's read-back clause.
 	discards bool
-}{
+}
+
+var conformanceDevices = []conformanceDevice{
 	{"memory", []string{"kind=memory", "capacity=64m", "latency=20us", "mbps=2000"}, false},
 	{"pmem", []string{"kind=pmem", "capacity=64m", "read_mbps=6000", "write_mbps=4000", "latency=100ns"}, false},
 	{"memory-4k", []string{"kind=memory", "capacity=64m", "logical_block_size=4096", "max_hw_sectors_kb=1024", "queue_depth=32", "latency=5us"}, false},
@@ -89,10 +92,29 @@ type conformer struct {
 	onDone    func(r *Request)
 }
 
-func newConformer(t *testing.T, profileKVs []string) *conformer {
+// conformanceWrappers run the conformance tests on each device as it is
+// and wrapped: a FaultDevice whose injector never fires must keep the
+// contract exactly as its delegate does.
+type conformanceWrapper struct {
+	name string
+	wrap func(e *sim.Engine, d Device) Device
+}
+
+var conformanceWrappers = []conformanceWrapper{
+	{"", nil},
+	{"fault-idle", func(e *sim.Engine, d Device) Device {
+		// Requests are evaluated (counters advance) but none matches.
+		return NewFaultDevice(e, d, &Rule{When: And(OnOp(OpWrite), InSectors(1<<40, 1<<41), After(1), Every(2))})
+	}},
+}
+
+func newConformer(t *testing.T, profileKVs []string, wrap func(*sim.Engine, Device) Device) *conformer {
 	e := newEngine(t)
 	dev, err := NewFromProfile(e, profile(profileKVs...))
 	require.NoError(t, err)
+	if wrap != nil {
+		dev = wrap(e, dev)
+	}
 	c := &conformer{t: t, e: e, dev: dev, lim: dev.Limits(),
 		submitted: make(map[*Request]sim.Time), completed: make(map[*Request]int)}
 	dev.Attach(c)
@@ -171,142 +193,152 @@ func (c *conformer) write(sector, bytes int64, s Stamp) {
 }
 
 func TestDeviceConformance(t *testing.T) {
-	for _, dc := range conformanceDevices {
-		t.Run(dc.name, func(t *testing.T) {
-			t.Run("Limits", func(t *testing.T) {
-				c := newConformer(t, dc.profile)
-				assert.Contains(t, []int{512, 4096}, c.lim.LogicalBlockSize)
-				assert.Positive(t, c.lim.MaxHWSectorsKB)
-				assert.Positive(t, c.lim.QueueDepth)
-				assert.Positive(t, c.dev.Capacity())
-				assert.Zero(t, c.dev.Capacity()%int64(c.lim.LogicalBlockSize))
-				assert.NotEmpty(t, c.dev.Name())
-				st, ok := c.dev.(stamper)
-				require.True(t, ok, "%T offers its stamps", c.dev)
-				if dc.discards {
-					assert.Nil(t, st.Stamps(), "a discarding device keeps no stamps")
-				} else {
-					assert.NotNil(t, st.Stamps())
-				}
-			})
-			if dc.discards {
-				t.Run("DiscardsData", func(t *testing.T) {
-					c := newConformer(t, dc.profile)
-					lbs := int64(c.lim.LogicalBlockSize)
-					base := 100 * lbs / SectorSize
-					c.write(base, 16*lbs, Stamp{Writer: 1, Seq: 1})
-					assert.Equal(t, []StampRun{{Sector: base, Sectors: 16 * lbs / SectorSize}}, c.read(base, 16*lbs), "reads find the zero stamp after a write")
-					c.write(2*chunkSectors, MiB, Stamp{Writer: 1, Seq: 2})
-					assert.Equal(t, []StampRun{{Sector: 2 * chunkSectors, Sectors: chunkSectors}}, c.read(2*chunkSectors, MiB))
-				})
-			}
-			t.Run("CompletesExactlyOnceAsynchronously", func(t *testing.T) {
-				c := newConformer(t, dc.profile)
-				rng := c.e.NewRand(1)
-				lbs := int64(c.lim.LogicalBlockSize)
-				maxBlocks := int64(c.lim.MaxHWSectorsKB) * KiB / lbs
-				n := 0
-				for wave := range 5 {
-					// Up to the device's depth, at random times in a
-					// 1ms window (several at the same instant).
-					k := min(c.lim.QueueDepth, 48)
-					for i := range k {
-						op := Op(rng.IntN(2))
-						bytes := (1 + rng.Int64N(min(maxBlocks, 64))) * lbs
-						sector := rng.Int64N((c.dev.Capacity()-bytes)/lbs) * lbs / SectorSize
-						when := time.Duration(wave)*10*ms + time.Duration(rng.IntN(20))*50*us
-						c.submitAt(when, op, sector, bytes, Stamp{Writer: 1, Seq: uint64(wave*1000 + i + 1)})
-						n++
-					}
-					require.NoError(t, c.e.Run(sim.Time(time.Duration(wave+1)*10*ms-1)))
-				}
-				c.run()
-				assert.Len(t, c.done, n)
-				for r, k := range c.completed {
-					assert.Equal(t, 1, k)
-					assert.NoError(t, r.Err)
-				}
-			})
-			t.Run("CompletedWriteIsReadBack", func(t *testing.T) {
-				if dc.discards {
-					t.Skip("the device keeps no data (DiscardsData checks that)")
-				}
-				c := newConformer(t, dc.profile)
-				lbs := int64(c.lim.LogicalBlockSize)
-				a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 2, Seq: 1}
-				base := 100 * lbs / SectorSize
-				assert.Equal(t, []StampRun{{Sector: base, Sectors: 16 * lbs / SectorSize}}, c.read(base, 16*lbs), "unwritten sectors read as the zero stamp")
-				c.write(base, 16*lbs, a)
-				c.write(base+4*lbs/SectorSize, 2*lbs, b)
-				s := lbs / SectorSize
-				assert.Equal(t, []StampRun{
-					{Sector: base, Sectors: 4 * s, Stamp: a},
-					{Sector: base + 4*s, Sectors: 2 * s, Stamp: b},
-					{Sector: base + 6*s, Sectors: 10 * s, Stamp: a},
-				}, c.read(base, 16*lbs))
-				// A read submitted right as a write completes sees it.
-				c.onDone = func(r *Request) {
-					if r.Op == OpWrite {
-						c.submit(OpRead, base, lbs, Stamp{})
-					}
-				}
-				w := Stamp{Writer: 3, Seq: 9}
-				c.submit(OpWrite, base, lbs, w)
-				c.run()
-				require.Len(t, c.done, 6)
-				last := c.done[len(c.done)-1]
-				assert.Equal(t, OpRead, last.Op)
-				assert.Equal(t, []StampRun{{Sector: base, Sectors: s, Stamp: w}}, last.Bios[0].Data)
-			})
-			t.Run("MiBWriteIsOneRunPerChunk", func(t *testing.T) {
-				if dc.discards {
-					t.Skip("the device keeps no data (DiscardsData checks that)")
-				}
-				c := newConformer(t, dc.profile)
-				store := c.dev.(stamper).Stamps()
-				a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 1, Seq: 2}
-				c.write(2*chunkSectors, MiB, a)
-				assert.Equal(t, 1, store.Len(), "an aligned 1 MiB write is one run")
-				assert.Equal(t, []StampRun{{Sector: 2 * chunkSectors, Sectors: chunkSectors, Stamp: a}}, c.read(2*chunkSectors, MiB))
-				// 1 MiB starting half-way through chunk 5 covers two chunks.
-				c.write(5*chunkSectors+chunkSectors/2, MiB, b)
-				assert.Equal(t, 3, store.Len(), "a straddling 1 MiB write is one run per chunk")
-				assert.Equal(t, []StampRun{{Sector: 5*chunkSectors + chunkSectors/2, Sectors: chunkSectors, Stamp: b}}, c.read(5*chunkSectors+chunkSectors/2, MiB))
-			})
-			t.Run("ConcurrentDistinctRequestsAllComplete", func(t *testing.T) {
-				if dc.discards {
-					t.Skip("the device keeps no data (DiscardsData checks that)")
-				}
-				c := newConformer(t, dc.profile)
-				k := int64(min(c.lim.QueueDepth, 64))
-				span := 64 * KiB / SectorSize
-				// First half written beforehand, read concurrently with
-				// writes to the second half.
-				for i := range k / 2 {
-					c.submit(OpWrite, i*span, 64*KiB, Stamp{Writer: 5, Seq: uint64(i + 1)})
-				}
-				c.run()
-				c.done = nil
-				reqs := map[*Request]int64{}
-				for i := range k {
-					op := OpRead
-					if i >= k/2 {
-						op = OpWrite
-					}
-					reqs[c.submit(op, i*span, 64*KiB, Stamp{Writer: 6, Seq: uint64(i + 1)})] = i
-				}
-				c.run()
-				require.Len(t, c.done, int(k))
-				for r, i := range reqs {
-					require.NoError(t, r.Err)
-					if r.Op == OpRead {
-						assert.Equal(t, []StampRun{{Sector: i * span, Sectors: span, Stamp: Stamp{Writer: 5, Seq: uint64(i + 1)}}}, r.Bios[0].Data)
-					}
-				}
-				for i := k / 2; i < k; i++ {
-					assert.Equal(t, []StampRun{{Sector: i * span, Sectors: span, Stamp: Stamp{Writer: 6, Seq: uint64(i + 1)}}}, c.read(i*span, 64*KiB))
-				}
-			})
-		})
+	for _, w := range conformanceWrappers {
+		for _, dc := range conformanceDevices {
+			testDeviceConformance(t, dc, w)
+		}
 	}
+}
+
+func testDeviceConformance(t *testing.T, dc conformanceDevice, w conformanceWrapper) {
+	name := dc.name
+	if w.name != "" {
+		name = w.name + "/" + dc.name
+	}
+	t.Run(name, func(t *testing.T) {
+		t.Run("Limits", func(t *testing.T) {
+			c := newConformer(t, dc.profile, w.wrap)
+			assert.Contains(t, []int{512, 4096}, c.lim.LogicalBlockSize)
+			assert.Positive(t, c.lim.MaxHWSectorsKB)
+			assert.Positive(t, c.lim.QueueDepth)
+			assert.Positive(t, c.dev.Capacity())
+			assert.Zero(t, c.dev.Capacity()%int64(c.lim.LogicalBlockSize))
+			assert.NotEmpty(t, c.dev.Name())
+			st, ok := c.dev.(stamper)
+			require.True(t, ok, "%T offers its stamps", c.dev)
+			if dc.discards {
+				assert.Nil(t, st.Stamps(), "a discarding device keeps no stamps")
+			} else {
+				assert.NotNil(t, st.Stamps())
+			}
+		})
+		if dc.discards {
+			t.Run("DiscardsData", func(t *testing.T) {
+				c := newConformer(t, dc.profile, w.wrap)
+				lbs := int64(c.lim.LogicalBlockSize)
+				base := 100 * lbs / SectorSize
+				c.write(base, 16*lbs, Stamp{Writer: 1, Seq: 1})
+				assert.Equal(t, []StampRun{{Sector: base, Sectors: 16 * lbs / SectorSize}}, c.read(base, 16*lbs), "reads find the zero stamp after a write")
+				c.write(2*chunkSectors, MiB, Stamp{Writer: 1, Seq: 2})
+				assert.Equal(t, []StampRun{{Sector: 2 * chunkSectors, Sectors: chunkSectors}}, c.read(2*chunkSectors, MiB))
+			})
+		}
+		t.Run("CompletesExactlyOnceAsynchronously", func(t *testing.T) {
+			c := newConformer(t, dc.profile, w.wrap)
+			rng := c.e.NewRand(1)
+			lbs := int64(c.lim.LogicalBlockSize)
+			maxBlocks := int64(c.lim.MaxHWSectorsKB) * KiB / lbs
+			n := 0
+			for wave := range 5 {
+				// Up to the device's depth, at random times in a
+				// 1ms window (several at the same instant).
+				k := min(c.lim.QueueDepth, 48)
+				for i := range k {
+					op := Op(rng.IntN(2))
+					bytes := (1 + rng.Int64N(min(maxBlocks, 64))) * lbs
+					sector := rng.Int64N((c.dev.Capacity()-bytes)/lbs) * lbs / SectorSize
+					when := time.Duration(wave)*10*ms + time.Duration(rng.IntN(20))*50*us
+					c.submitAt(when, op, sector, bytes, Stamp{Writer: 1, Seq: uint64(wave*1000 + i + 1)})
+					n++
+				}
+				require.NoError(t, c.e.Run(sim.Time(time.Duration(wave+1)*10*ms-1)))
+			}
+			c.run()
+			assert.Len(t, c.done, n)
+			for r, k := range c.completed {
+				assert.Equal(t, 1, k)
+				assert.NoError(t, r.Err)
+			}
+		})
+		t.Run("CompletedWriteIsReadBack", func(t *testing.T) {
+			if dc.discards {
+				t.Skip("the device keeps no data (DiscardsData checks that)")
+			}
+			c := newConformer(t, dc.profile, w.wrap)
+			lbs := int64(c.lim.LogicalBlockSize)
+			a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 2, Seq: 1}
+			base := 100 * lbs / SectorSize
+			assert.Equal(t, []StampRun{{Sector: base, Sectors: 16 * lbs / SectorSize}}, c.read(base, 16*lbs), "unwritten sectors read as the zero stamp")
+			c.write(base, 16*lbs, a)
+			c.write(base+4*lbs/SectorSize, 2*lbs, b)
+			s := lbs / SectorSize
+			assert.Equal(t, []StampRun{
+				{Sector: base, Sectors: 4 * s, Stamp: a},
+				{Sector: base + 4*s, Sectors: 2 * s, Stamp: b},
+				{Sector: base + 6*s, Sectors: 10 * s, Stamp: a},
+			}, c.read(base, 16*lbs))
+			// A read submitted right as a write completes sees it.
+			c.onDone = func(r *Request) {
+				if r.Op == OpWrite {
+					c.submit(OpRead, base, lbs, Stamp{})
+				}
+			}
+			w := Stamp{Writer: 3, Seq: 9}
+			c.submit(OpWrite, base, lbs, w)
+			c.run()
+			require.Len(t, c.done, 6)
+			last := c.done[len(c.done)-1]
+			assert.Equal(t, OpRead, last.Op)
+			assert.Equal(t, []StampRun{{Sector: base, Sectors: s, Stamp: w}}, last.Bios[0].Data)
+		})
+		t.Run("MiBWriteIsOneRunPerChunk", func(t *testing.T) {
+			if dc.discards {
+				t.Skip("the device keeps no data (DiscardsData checks that)")
+			}
+			c := newConformer(t, dc.profile, w.wrap)
+			store := c.dev.(stamper).Stamps()
+			a, b := Stamp{Writer: 1, Seq: 1}, Stamp{Writer: 1, Seq: 2}
+			c.write(2*chunkSectors, MiB, a)
+			assert.Equal(t, 1, store.Len(), "an aligned 1 MiB write is one run")
+			assert.Equal(t, []StampRun{{Sector: 2 * chunkSectors, Sectors: chunkSectors, Stamp: a}}, c.read(2*chunkSectors, MiB))
+			// 1 MiB starting half-way through chunk 5 covers two chunks.
+			c.write(5*chunkSectors+chunkSectors/2, MiB, b)
+			assert.Equal(t, 3, store.Len(), "a straddling 1 MiB write is one run per chunk")
+			assert.Equal(t, []StampRun{{Sector: 5*chunkSectors + chunkSectors/2, Sectors: chunkSectors, Stamp: b}}, c.read(5*chunkSectors+chunkSectors/2, MiB))
+		})
+		t.Run("ConcurrentDistinctRequestsAllComplete", func(t *testing.T) {
+			if dc.discards {
+				t.Skip("the device keeps no data (DiscardsData checks that)")
+			}
+			c := newConformer(t, dc.profile, w.wrap)
+			k := int64(min(c.lim.QueueDepth, 64))
+			span := 64 * KiB / SectorSize
+			// First half written beforehand, read concurrently with
+			// writes to the second half.
+			for i := range k / 2 {
+				c.submit(OpWrite, i*span, 64*KiB, Stamp{Writer: 5, Seq: uint64(i + 1)})
+			}
+			c.run()
+			c.done = nil
+			reqs := map[*Request]int64{}
+			for i := range k {
+				op := OpRead
+				if i >= k/2 {
+					op = OpWrite
+				}
+				reqs[c.submit(op, i*span, 64*KiB, Stamp{Writer: 6, Seq: uint64(i + 1)})] = i
+			}
+			c.run()
+			require.Len(t, c.done, int(k))
+			for r, i := range reqs {
+				require.NoError(t, r.Err)
+				if r.Op == OpRead {
+					assert.Equal(t, []StampRun{{Sector: i * span, Sectors: span, Stamp: Stamp{Writer: 5, Seq: uint64(i + 1)}}}, r.Bios[0].Data)
+				}
+			}
+			for i := k / 2; i < k; i++ {
+				assert.Equal(t, []StampRun{{Sector: i * span, Sectors: span, Stamp: Stamp{Writer: 6, Seq: uint64(i + 1)}}}, c.read(i*span, 64*KiB))
+			}
+		})
+	})
 }

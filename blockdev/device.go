@@ -19,6 +19,17 @@ type ioError struct{ errno syscall.Errno }
 
 func (e ioError) Error() string        { return "blockdev: " + e.errno.Error() }
 func (e ioError) Is(target error) bool { return target == e.errno }
+func (e ioError) Unwrap() error        { return e.errno }
+
+// ErrnoOf returns the errno err carries (errors.As finds a
+// syscall.Errno), else EIO: the status a failed block IO reports.
+func ErrnoOf(err error) int {
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno != 0 {
+		return int(errno)
+	}
+	return int(syscall.EIO)
+}
 
 // Limits are a device's queue limits, as in /sys/block/<dev>/queue.
 type Limits struct {

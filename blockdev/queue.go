@@ -589,7 +589,10 @@ func (q *Queue) tick() {
 	}
 }
 
-// CompleteRequest is called by the device when r has finished.
+// CompleteRequest is called by the device when r has finished. A failed
+// request (r.Err set) is counted like one that succeeded, as the kernel's
+// blk_update_request and blk_account_io_done count it: an IO, its
+// sectors and its time in /proc/diskstats; its bios end with r.Err.
 func (q *Queue) CompleteRequest(r *Request) {
 	q.tick()
 	q.lastDone = q.e.Now()
@@ -600,9 +603,12 @@ func (q *Queue) CompleteRequest(r *Request) {
 	q.stats.InFlight--
 	q.inFlight--
 	if q.tracer != nil {
+		// blk_update_request traces the completion with
+		// blk_status_to_errno of the request's status: EIO, ENOSPC,
+		// ETIMEDOUT ... as the device failed it.
 		errno := 0
 		if r.Err != nil {
-			errno = int(syscall.EIO)
+			errno = ErrnoOf(r.Err)
 		}
 		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Sector: r.Sector, Bytes: r.Bytes,
 			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}

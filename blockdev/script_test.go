@@ -26,8 +26,13 @@ import (
 //	      [writes_starved=N] [read_expire=DUR] [write_expire=DUR]
 //	      [front_merges=0|1] [quantum=N] [slice_idle=DUR]
 //	      [slice_sync=DUR] [rotational=0|1] [noidle=0|1]
+//	      [fault.op=read|write|any] [fault.sectors=START-END]
+//	      [fault.after=N] [fault.every=N] [fault.count=N]
+//	      [fault.errno=EIO|ENOSPC|ETIMEDOUT] [fault.latency=DUR]
 //	    a memory device with the given limits and per-request latency
-//	    (default 100us), and a queue on it.
+//	    (default 100us), and a queue on it; with fault.op, the device is
+//	    wrapped in a FaultDevice (FaultSpec) and failed completions show
+//	    "err=ERRNO".
 //	run
 //	    one line per action "TASK: OP [ARGS]"; each task runs its lines in
 //	    order, all tasks start at time 0, in order of first appearance.
@@ -58,6 +63,7 @@ func TestScripts(t *testing.T) {
 
 type scriptQueue struct {
 	noIdle  bool // sync writes lack REQ_IDLE (fsync writeback)
+	fault   *FaultSpec
 	opt     QueueOptions
 	mem     MemParams
 	cpus    int
@@ -125,6 +131,35 @@ func (s *scriptQueue) setup(t *testing.T, d *datadriven.TestData) string {
 			s.mem.Rotational = v == "1"
 		case "front_merges":
 			s.opt.Deadline.NoFrontMerges = v == "0"
+		case "fault.op", "fault.sectors", "fault.after", "fault.every", "fault.count", "fault.errno", "fault.latency":
+			if s.fault == nil {
+				s.fault = &FaultSpec{Probability: 1}
+			}
+			f := s.fault
+			switch a.Key {
+			case "fault.op":
+				f.Any = v == "any"
+				f.Op = OpRead
+				if v == "write" {
+					f.Op = OpWrite
+				}
+			case "fault.sectors":
+				var err error
+				f.Start, f.End, err = ParseSectorRange(v)
+				require.NoError(t, err)
+			case "fault.after":
+				f.After = int64(num())
+			case "fault.every":
+				f.Every = int64(num())
+			case "fault.count":
+				f.Count = int64(num())
+			case "fault.errno":
+				var ok bool
+				f.Errno, ok = FaultErrnos[v]
+				require.True(t, ok, "errno %q", v)
+			case "fault.latency":
+				f.Latency = dur()
+			}
 		default:
 			t.Fatalf("unknown queue argument %q", a.Key)
 		}
@@ -154,6 +189,9 @@ func (l *traceLog) Trace(ev *TraceEvent) {
 	if ev.Action == TraceSplit {
 		fmt.Fprintf(&l.b, " at=%d", ev.Extra)
 	}
+	if ev.Error != 0 {
+		fmt.Fprintf(&l.b, " err=%d", ev.Error)
+	}
 	l.b.WriteString("\n")
 }
 
@@ -167,7 +205,12 @@ func (s *scriptQueue) run(t *testing.T, input string) string {
 	require.True(t, s.created, "run before queue")
 	e := sim.New(sim.Options{Host: sim.Host{CPUs: s.cpus}})
 	defer e.Close()
-	dev := NewMemDevice(e, s.mem)
+	var dev Device = NewMemDevice(e, s.mem)
+	var fault *FaultDevice
+	if s.fault != nil {
+		fault = s.fault.Wrap(e, dev)
+		dev = fault
+	}
 	q, err := NewQueue(e, dev, s.opt)
 	require.NoError(t, err)
 	log := &traceLog{}
@@ -240,5 +283,9 @@ func (s *scriptQueue) run(t *testing.T, input string) string {
 	require.Empty(t, errs)
 	st := q.Stats()
 	fmt.Fprintf(&log.b, "requests: read=%d write=%d merges=%d/%d splits=%d\n", st.IOs[0], st.IOs[1], st.Merges[0], st.Merges[1], st.Splits)
+	if fault != nil {
+		n := fault.Injected()
+		fmt.Fprintf(&log.b, "injected: read=%d write=%d sectors: read=%d write=%d\n", n[0], n[1], st.Sectors[0], st.Sectors[1])
+	}
 	return log.b.String()
 }

@@ -395,13 +395,24 @@ func (f *File) ReadIter(t *sim.Task, off, n int64, data *[]blockdev.StampRun) er
 type Handle struct {
 	f  *File
 	ra pagecache.RAState
+	// wbErr is the description's sample of the file's writeback error
+	// (f_wb_err), for Fsync.
+	wbErr errSeq
 }
 
 // OpenHandle opens f: a new Handle whose readahead state is fresh
-// (file_ra_state_init: no window, no previous read).
+// (file_ra_state_init: no window, no previous read), and that will see
+// writeback errors from now on, and one that no description has seen
+// yet (errseq_sample).
 func (f *File) OpenHandle() *Handle {
-	return &Handle{f: f, ra: pagecache.NewRAState()}
+	return &Handle{f: f, ra: pagecache.NewRAState(), wbErr: f.wbErr.sample()}
 }
+
+// Fsync is File.Fsync through h: a writeback error of the file is
+// reported once to each open file description (errseq semantics), so
+// h's Fsync returns an error the File's own, or another Handle's, has
+// already returned.
+func (h *Handle) Fsync(t *sim.Task) error { return h.f.fsync(t, &h.wbErr) }
 
 // File returns the file h is open on.
 func (h *Handle) File() *File { return h.f }
@@ -456,10 +467,17 @@ func (f *File) readIter(t *sim.Task, ra *pagecache.RAState, off, n int64, data *
 			f.readahead(t, w)
 		}
 		// Wait for the read to finish (the page is locked while in IO).
+		// A page its read left not uptodate (the device failed it) is
+		// read again, synchronously, and the call fails with EIO if that
+		// fails too (filemap_update_page, filemap_read_folio).
 		if !p.IsUptodate() {
 			b.lockPage(t, p)
+			var err error
+			if !p.IsUptodate() && p.Resident() {
+				err = f.readPageLocked(t, p)
+			}
 			b.unlockPage(p)
-			if !p.IsUptodate() {
+			if err != nil || !p.IsUptodate() {
 				return fmt.Errorf("%s read at %d: %w", f.name, pos, syscall.EIO)
 			}
 		}
@@ -606,6 +624,17 @@ func (pb *pageBio) EndBio(bio *blockdev.Bio) {
 	for _, p := range pb.pages {
 		p.EndWriteback()
 		b.wb.AccountWriteback(-1)
+	}
+	if bio.Err != nil {
+		// The pages stay clean and uptodate: their data lives on in the
+		// cache until evicted, after which a read finds the device's
+		// older data. The error is recorded on each file
+		// (mapping_set_error, as ext4's and iomap's end-of-writeback
+		// handlers do) for its next fsync.
+		errno := syscall.Errno(blockdev.ErrnoOf(bio.Err))
+		for _, f := range pb.files {
+			f.wbErr.set(errno)
+		}
 	}
 	for _, f := range pb.files {
 		f.wbWait.WakeAll()
@@ -902,15 +931,27 @@ func (f *File) waitWriteback(t *sim.Task) {
 }
 
 // Fsync writes back the file's dirty pages and waits for them
-// (WB_SYNC_ALL), as fsync and fdatasync do.
-func (f *File) Fsync(t *sim.Task) error {
+// (WB_SYNC_ALL), as fsync and fdatasync do, through the File's own open
+// file description (see Handle.Fsync). If a writeback of the file failed
+// since this description last looked (the flusher's, or this call's), it
+// returns that error (EIO, ENOSPC ...: file_check_and_advance_wb_err),
+// once: the next Fsync returns nil unless a new writeback error occurs.
+func (f *File) Fsync(t *sim.Task) error { return f.fsync(t, &f.wbSince) }
+
+// fsync is file_write_and_wait_range and the errseq check for the open
+// file description whose sample is since.
+func (f *File) fsync(t *sim.Task, since *errSeq) error {
 	if f.fs.buf == nil {
 		return nil
 	}
 	c := &f.fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
-	return f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
+	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
+	if errno := f.wbErr.checkAndAdvance(since); errno != 0 && err == nil {
+		err = fmt.Errorf("%s fsync: writeback failed: %w", f.name, errno)
+	}
+	return err
 }
 
 // Invalidate drops the file's clean, unlocked pages from the page cache

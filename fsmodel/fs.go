@@ -123,6 +123,10 @@ type File struct {
 	wbWait          sim.WaitQueue
 	wbIndex         int64 // writeback_index for range_cyclic
 	winNext, winEnd int64 // AllocDelayed window (blocks)
+	// wbErr is the mapping's writeback error (mapping->wb_err), set when
+	// a writeback bio of the file fails; wbSince is the File's own file
+	// description's sample of it (f_wb_err), for File.Fsync.
+	wbErr, wbSince errSeq
 }
 
 // Open returns the file called name, creating it preallocated with size

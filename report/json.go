@@ -138,6 +138,10 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o.add("ctx", j.CPU.Ctx)
 	o.add("majf", 0)
 	o.add("minf", 0)
+	if j.ContinueOnError {
+		o.add("total_err", j.TotalErr)
+		o.add("first_error", j.FirstError)
+	}
 	return o
 }
 

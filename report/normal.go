@@ -162,6 +162,10 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 		b.WriteString(percentileBlock("sync", defaultPercentiles[:], percentiles(h)))
 	}
 	b.WriteString(cpuLine(&j.CPU))
+	if j.ContinueOnError {
+		// fio's show_thread_status_normal, after the issued line.
+		fmt.Fprintf(b, "     errors    : total=%d, first_error=%d/<%s>\n", j.TotalErr, j.FirstError, workload.Strerror(j.FirstError))
+	}
 	if j.Integrity.On {
 		fmt.Fprintf(b, "  integrity    : %s\n", integrityFigures(&j.Integrity))
 	}

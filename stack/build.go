@@ -13,6 +13,7 @@ import (
 	"github.com/blksim/blksim/blockdev/realdev"
 	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/tomlkv"
+	"github.com/blksim/blksim/internal/units"
 	"github.com/blksim/blksim/pagecache"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/sim/wallclock"
@@ -92,6 +93,12 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 				real.Close()
 			}
 		}()
+	}
+	if c.Get("fault.op") != "none" {
+		if c.boolean("dax") {
+			return nil, fmt.Errorf("%s: %w: key \"fault.op\": a DAX mount has no block layer to inject faults into (key \"dax\" at %s)", c.Where("fault.op"), ErrConfig, c.Where("dax"))
+		}
+		dev = c.faultSpec().Wrap(e, dev)
 	}
 	if c.integer("queue.nomerges") > 2 {
 		return nil, fmt.Errorf("%s: %w: key \"queue.nomerges\" must be 0, 1 or 2", c.Where("queue.nomerges"), ErrConfig)
@@ -322,4 +329,24 @@ func (c *Config) cfqIdle() time.Duration {
 		return d
 	}
 	return -1
+}
+
+// faultSpec is the fault.* keys (validated by Set) as a FaultSpec.
+func (c *Config) faultSpec() blockdev.FaultSpec {
+	s := blockdev.FaultSpec{
+		After: c.integer64("fault.after"), Every: c.integer64("fault.every"),
+		Count: c.integer64("fault.count"), Errno: blockdev.FaultErrnos[c.Get("fault.errno")],
+		Latency: c.duration("fault.latency"),
+	}
+	switch c.Get("fault.op") {
+	case "read":
+		s.Op = blockdev.OpRead
+	case "write":
+		s.Op = blockdev.OpWrite
+	default:
+		s.Any = true
+	}
+	s.Start, s.End, _ = blockdev.ParseSectorRange(c.Get("fault.sectors"))
+	s.Probability, _ = units.ParseFloat(c.Get("fault.probability"))
+	return s
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/internal/tomlkv"
 	"github.com/blksim/blksim/internal/units"
 )
@@ -116,6 +117,14 @@ var keyDefs = []keyDef{
 	{"integrity.check", kBool, "true", "atomicity oracle: count torn and stale reads from the data stamps on every file that jobs both read and write (costs up to ~25% of simulation speed on 4k random IO; does not change the simulated run)", nil},
 	{"rwsem.writer_spin_readers", kDuration, "0", "a spinning writer also spins on a lock owned by readers for at most this long (0: never, 4.8-5.2; 5.3+ spins 10-25us; 4.7 and the 2016 reader-spinning RFC's base spun a few us while the owner field was empty)", nil},
 	{"rwsem.spin_limit", kDuration, "0", "longest optimistic spin before a spinner sleeps (0: until the owner sleeps)", nil},
+	{"fault.op", kString, "none", "fault injection: fail device requests in this direction (read, write or any; none: off). The device is wrapped in blockdev.FaultDevice between the queue and the device model; a failed request never reaches the device (a failed write stores nothing) and completes with fault.errno; it shows in blktrace completions with the errno and counts in the disk stats", []string{"none", "read", "write", "any"}},
+	{"fault.sectors", kString, "all", "fault injection: only requests overlapping START-END, the half-open range [START, END) in 512-byte sectors, or in bytes with a size suffix (1m-2m); all: anywhere", nil},
+	{"fault.after", kInt, "0", "fault injection: let the first N matching requests (direction and range) through", nil},
+	{"fault.every", kInt, "1", "fault injection: after fault.after, fail every Nth matching request (1: each one)", nil},
+	{"fault.probability", kString, "1", "fault injection: fail each request chosen by the keys above with this probability (0 to 1), drawn from the engine's seeded random source: the same --seed gives the same faults", nil},
+	{"fault.count", kInt, "0", "fault injection: fail at most N requests (0: no limit)", nil},
+	{"fault.errno", kString, "EIO", "fault injection: the error of a failed request: EIO (a failed command), ENOSPC (a thin-provisioned device out of space) or ETIMEDOUT (a command timeout); the syscall or fsync that sees it returns it", []string{"EIO", "ENOSPC", "ETIMEDOUT"}},
+	{"fault.latency", kDuration, "0", "fault injection: how long a failed request takes to complete (0: at once)", nil},
 	{"wall.spin", kDuration, "100us", "real device runs (--device): how close to an event's time the wall clock stops sleeping and polls (timers overshoot by tens of microseconds; polling burns a CPU but is exact); ignored by simulated runs", nil},
 	{"wall.idle_spin_inflight", kInt, "1048576", "real device runs (--device): the wall clock polls while idle (wall.idle_spin) only when at most this many IOs are in flight, else it sleeps at once and leaves the CPU to the kernel's completion work (measured on 2 CPUs with the reaper goroutine, blockdev/realdev/FIO.md: 1 lifted io_uring iodepth=32 by ~15% and slowed 8 psync jobs by ~25%); ignored by simulated runs", nil},
 	{"wall.reaper", kBool, "false", "real device runs (--device): collect completions on a reaper goroutine that posts them to the engine, instead of the engine waiting for them in io_uring_enter itself (the default where the kernel supports a timeout there, 5.11+); ignored by simulated runs", nil},
@@ -309,7 +318,26 @@ func (c *Config) SetArg(arg string) error {
 }
 
 // intMin holds the integer keys whose smallest value is above 0.
-var intMin = map[string]int64{"host.cpus": 1}
+var intMin = map[string]int64{"host.cpus": 1, "fault.every": 1}
+
+// intMax holds the integer keys whose largest value is above 1<<20 (the
+// rest's).
+var intMax = map[string]int64{"fault.after": 1 << 62, "fault.every": 1 << 62, "fault.count": 1 << 62}
+
+// checks hold the keys whose values need more than their kind's check.
+var checks = map[string]func(string) error{
+	"fault.sectors": func(v string) error {
+		_, _, err := blockdev.ParseSectorRange(v)
+		return err
+	},
+	"fault.probability": func(v string) error {
+		p, err := units.ParseFloat(v)
+		if err == nil && p > 1 {
+			err = fmt.Errorf("%q is not a probability (0 to 1)", v)
+		}
+		return err
+	},
+}
 
 func checkValue(def *keyDef, v string) error {
 	var err error
@@ -317,7 +345,7 @@ func checkValue(def *keyDef, v string) error {
 	case kBool:
 		_, err = units.ParseBool(v)
 	case kInt:
-		_, err = units.ParseInt(v, intMin[def.name], 1<<20)
+		_, err = units.ParseInt(v, intMin[def.name], intMaxOf(def.name))
 	case kSize:
 		_, err = units.ParseSize(v)
 	case kDuration:
@@ -332,7 +360,17 @@ func checkValue(def *keyDef, v string) error {
 			err = fmt.Errorf("%q is not one of %s", v, strings.Join(def.enum, ", "))
 		}
 	}
+	if check := checks[def.name]; err == nil && check != nil {
+		err = check(v)
+	}
 	return err
+}
+
+func intMaxOf(key string) int64 {
+	if m, ok := intMax[key]; ok {
+		return m
+	}
+	return 1 << 20
 }
 
 func contains(list []string, v string) bool {
@@ -401,6 +439,10 @@ func (c *Config) boolean(key string) bool { b, _ := units.ParseBool(c.Get(key));
 func (c *Config) integer(key string) int {
 	n, _ := units.ParseInt(c.Get(key), 0, 1<<20)
 	return int(n)
+}
+func (c *Config) integer64(key string) int64 {
+	n, _ := units.ParseInt(c.Get(key), 0, intMaxOf(key))
+	return n
 }
 func (c *Config) size(key string) int64 {
 	n, _ := units.ParseSize(c.Get(key))

@@ -301,6 +301,17 @@ func TestSetErrors(t *testing.T) {
 		{"fs", "EXT4", []string{`key "fs"`, `"EXT4"`}},
 		{"fs", "", []string{`key "fs"`}},
 		{"device.", "1", []string{"empty device key"}},
+		{"fault.op", "both", []string{`key "fault.op"`, `"both"`, "read, write, any"}},
+		{"fault.sectors", "100", []string{`key "fault.sectors"`, "START-END"}},
+		{"fault.sectors", "200-100", []string{`key "fault.sectors"`, "above the start"}},
+		{"fault.sectors", "1000b-2k", []string{`key "fault.sectors"`, "512-byte sectors"}},
+		{"fault.after", "-1", []string{`key "fault.after"`, "integer"}},
+		{"fault.every", "0", []string{`key "fault.every"`, "integer"}},
+		{"fault.probability", "1.5", []string{`key "fault.probability"`, "probability"}},
+		{"fault.probability", "half", []string{`key "fault.probability"`}},
+		{"fault.count", "lots", []string{`key "fault.count"`}},
+		{"fault.errno", "EPERM", []string{`key "fault.errno"`, "EIO, ENOSPC, ETIMEDOUT"}},
+		{"fault.latency", "soon", []string{`key "fault.latency"`, "duration"}},
 	}
 	for _, tc := range tests {
 		for _, where := range []string{"stack.toml:7", "--set " + tc.key} {

@@ -52,6 +52,8 @@ type ioUnit struct {
 	check verifyCheck
 	start sim.Time // prepared (fio's start_time)
 	issue sim.Time // the call that submitted it returned (fio's issue_time)
+	// dropped marks a unit whose submission failed (commit).
+	dropped bool
 	// rc is what the atomicity oracle's readStart returned when a read
 	// was submitted.
 	rc uint64
@@ -288,7 +290,14 @@ func (a *aioContext) commit() {
 			if hist != nil && u.dir == blockdev.OpWrite {
 				a.j.r.integ.writeEnd(u.stamp, false)
 			}
-			a.fail(err)
+			submitted++
+			if a.j.ioFailed(err, ddirName(u.dir), u.file.name, u.off, u.bs) {
+				// continue_on_error: this one is over, the rest go on.
+				u.dropped = true
+				continue
+			}
+			a.failed = true
+			u.dropped = true
 			break
 		}
 		submitted++
@@ -299,9 +308,10 @@ func (a *aioContext) commit() {
 	t.Charge(sys - sys/2)
 	issue := t.Now() + sim.Time(t.Owed())
 	for i, u := range a.queued {
-		if i < submitted {
+		if i < submitted && !u.dropped {
 			u.issue = issue
 		} else {
+			u.dropped = false
 			a.put(u)
 		}
 		a.queued[i] = nil
@@ -443,7 +453,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		}
 	}
 	if u.cb.Err != nil {
-		a.fail(u.cb.Err)
+		a.ioFailed(u, u.cb.Err)
 		return
 	}
 	if h := j.r.opt.onIO; h != nil {
@@ -472,6 +482,15 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 	if !j.completed(io, u.stamp, u.cb.Data) && a.stop == running {
 		a.stop = stopFailed
 	}
+}
+
+// ioFailed handles unit u's failed IO (job.ioFailed): the job stops
+// issuing IO unless continue_on_error covers the error.
+func (a *aioContext) ioFailed(u *ioUnit, err error) {
+	if a.j.ioFailed(err, ddirName(u.dir), u.file.name, u.off, u.bs) {
+		return
+	}
+	a.failed = true
 }
 
 // fail records the job's first error and stops it issuing IO.

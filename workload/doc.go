@@ -36,6 +36,9 @@
 // group_reporting, verify (every checksum type; pattern is rejected),
 // do_verify, verify_only, verify_fatal, verify_backlog,
 // verify_backlog_batch, kb_base, create_serialize, exitall_on_error,
+// continue_on_error (none, read, write, io, verify, all: an IO error
+// of a covered type, if EIO or EILSEQ, is counted and the job goes on,
+// as fio's td_non_fatal_error decides),
 // gtod_reduce, disable_lat, disable_clat, disable_slat, clat_percentiles
 // (lat_percentiles and slat_percentiles only as 0), and, as accepted
 // options that change nothing a simulation shows, disable_bw_measurement

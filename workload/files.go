@@ -63,7 +63,9 @@ type jobFile struct {
 
 // reader returns the job's open file description of f, opening one if
 // it has none: every fio job opens the file itself, so each has its own
-// readahead state, and a file closed and opened again starts afresh.
+// readahead state and its own view of writeback errors (fsync reports
+// one once per description), and a file closed and opened again starts
+// afresh.
 func (f *jobFile) reader() *fsmodel.Handle {
 	if f.handle == nil {
 		f.handle = f.file.OpenHandle()

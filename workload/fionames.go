@@ -132,7 +132,6 @@ var notModelledReasons = map[string]string{
 	"cmdprio*":              "IO priorities are not modelled",
 	"nice":                  "process priorities are not modelled",
 	"cgroup*":               "cgroups are not modelled",
-	"continue_on_error":     "blksim stops a job at its first IO error",
 	"ignore_error":          "blksim stops a job at its first IO error",
 	"percentile_list":       "blksim's report always has fio's default percentiles",
 	"unit_base":             "blksim's report uses bytes",

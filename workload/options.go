@@ -445,6 +445,27 @@ var optionTable = []option{
 		js.ExitAll = v.Bool
 		return nil
 	}},
+	// continue_on_error (fio options.c): none, read, write, io, verify,
+	// all, and 0 (none) and 1 (all) for compatibility.
+	{name: "continue_on_error", kind: kindRaw, expectText: "none, read, write, io, verify, all, 0 or 1", set: func(js *JobSpec, v optionValue) error {
+		switch strings.ToLower(v.Raw) {
+		case "none", "0":
+			js.ContinueOnError = 0
+		case "read":
+			js.ContinueOnError = ErrorTypeRead
+		case "write":
+			js.ContinueOnError = ErrorTypeWrite
+		case "io":
+			js.ContinueOnError = ErrorTypeRead | ErrorTypeWrite
+		case "verify":
+			js.ContinueOnError = ErrorTypeVerify
+		case "all", "1":
+			js.ContinueOnError = ErrorTypeAny
+		default:
+			return badValue(v.Raw, "expected none, read, write, io, verify, all, 0 or 1")
+		}
+		return nil
+	}},
 	{name: "exitall_on_error", kind: kindFlag, set: func(js *JobSpec, v optionValue) error {
 		js.ExitAllOnError = v.Bool
 		return nil

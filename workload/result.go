@@ -143,9 +143,22 @@ type JobResult struct {
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
 	// its reports leave out the completion latency percentiles.
 	NoClatPercentiles bool
-	// Error is the errno the job ended with (0 if none), and ErrorMsg its text.
+	// Error is the errno the job ended with (0 if none), and ErrorMsg its
+	// text: for a failed IO or fsync fio's td_verror text, e.g.
+	// "file:io_u.c:1889, func=io_u error, error=Input/output error".
 	Error    int
 	ErrorMsg string
+	// ErrorLog holds the lines fio prints on stderr about the job's IO
+	// errors (io_u_log_error: "fio: io_u error on file F: Input/output
+	// error: write offset=N, buflen=M"), in the order they happened.
+	ErrorLog []string
+	// ContinueOnError is the job's continue_on_error (not none): its
+	// errors line (TotalErr, FirstError) is reported, as fio reports it.
+	// TotalErr counts the IO errors the job went on after; FirstError is
+	// the first one's errno.
+	ContinueOnError bool
+	TotalErr        uint64
+	FirstError      int
 	// Integrity is what the atomicity oracle found in the job's reads
 	// (summed over the jobs of a group_reporting result); its On is false
 	// if the oracle did not watch the job's file.

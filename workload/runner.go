@@ -238,7 +238,8 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
-				NoClatPercentiles: s.NoClatPercentiles, Options: s.Options}
+				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0,
+				Options: s.Options}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
 				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {
@@ -863,15 +864,17 @@ func (j *job) invalidate() {
 }
 
 // endFsync fsyncs every file of the job once its IO is done and nothing
-// is in flight (end_fsync=1; backend.c do_io), unless the job failed.
+// is in flight (end_fsync=1; backend.c do_io), unless the job failed. A
+// failed fsync is an IO error of the job (fio's sync io_u) and, unless
+// continue_on_error covers it, fio says "end_fsync failed" and goes on
+// to the next file.
 func (j *job) endFsync(t *sim.Task) {
 	if !j.spec.EndFsync || j.res.Error != 0 {
 		return
 	}
 	for _, f := range j.files {
-		if err := f.file.Fsync(t); err != nil {
-			j.fail(err)
-			return
+		if err := f.reader().Fsync(t); err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
+			j.res.ErrorLog = append(j.res.ErrorLog, "fio: end_fsync failed for file "+f.name)
 		}
 	}
 }
@@ -1058,14 +1061,25 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
-		if err == nil && io.dir == blockdev.OpWrite {
-			// fio's sync io_u after every N writes: a latency of its own,
-			// not part of the write's.
-			err = j.fsyncEvery(t, f.file, begin >= j.statsFrom)
-		}
 		if err != nil {
-			j.fail(err)
-			return stopFailed
+			if !j.ioFailed(err, ddirName(io.dir), f.name, off, io.bs) {
+				return stopFailed
+			}
+			// A non-fatal error (continue_on_error): the IO was issued,
+			// and is not accounted.
+			if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+				j.bytes += io.bs
+				j.ios++
+			}
+			t.ChargeUser(opt.AppPerIO)
+			continue
+		}
+		var syncErr error
+		if io.dir == blockdev.OpWrite {
+			// fio's sync io_u after every N writes: a latency of its own,
+			// not part of the write's, and an IO of its own: if it fails,
+			// the write is still accounted.
+			syncErr = j.fsyncEvery(t, f, begin >= j.statsFrom)
 		}
 		if h := opt.onIO; h != nil {
 			h(j.id, f.name, io.dir, off, io.bs)
@@ -1091,6 +1105,9 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			j.ios++
 		}
 		if !j.completed(io, j.stamp, j.data) {
+			return stopFailed
+		}
+		if syncErr != nil && !j.ioFailed(syncErr, j.syncDDir(), f.name, 0, 0) {
 			return stopFailed
 		}
 		t.ChargeUser(opt.AppPerIO)
@@ -1553,6 +1570,7 @@ func groupResults(jobs []*job) []GroupResult {
 		merged.Jobs = len(gr.Jobs)
 		merged.Read, merged.Write, merged.CPU, merged.Sync = DirStats{}, DirStats{}, CPUUsage{}, SyncStats{}
 		merged.Integrity = IntegrityStats{}
+		merged.TotalErr, merged.FirstError, merged.ErrorLog = 0, 0, nil
 		for k := range gr.Jobs {
 			o := &gr.Jobs[k]
 			merged.Read.Merge(&o.Read)
@@ -1564,6 +1582,13 @@ func groupResults(jobs []*job) []GroupResult {
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg
 			}
+			// fio's sum_thread_stats: the errors gone on after add up,
+			// the first error is the first job's that had one.
+			merged.TotalErr += o.TotalErr
+			if merged.FirstError == 0 {
+				merged.FirstError = o.FirstError
+			}
+			merged.ErrorLog = append(merged.ErrorLog, o.ErrorLog...)
 		}
 		gr.Jobs = []JobResult{merged}
 	}
@@ -1575,7 +1600,7 @@ func groupResults(jobs []*job) []GroupResult {
 // write that made N; with account (the ramp is over) it counts the call
 // and its latency in the job's Sync figures, as fio accounts its sync
 // io_us.
-func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File, account bool) error {
+func (j *job) fsyncEvery(t *sim.Task, f *jobFile, account bool) error {
 	s := j.spec
 	if s.Fsync == 0 && s.Fdatasync == 0 {
 		return nil
@@ -1590,7 +1615,9 @@ func (j *job) fsyncEvery(t *sim.Task, f *fsmodel.File, account bool) error {
 	}
 	j.writesSinceSync = 0
 	begin := t.Now() + sim.Time(t.Owed())
-	if err := f.Fsync(t); err != nil {
+	// Through the job's own open file description: each job learns of a
+	// writeback error of the file once (errseq).
+	if err := f.reader().Fsync(t); err != nil {
 		return err
 	}
 	if account {

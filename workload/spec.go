@@ -71,6 +71,15 @@ type OptionValue struct {
 	Name, Value string
 }
 
+// fio's error types (td_error.h enum error_type), the bits of
+// JobSpec.ContinueOnError.
+const (
+	ErrorTypeRead   = 1 << 0
+	ErrorTypeWrite  = 1 << 1
+	ErrorTypeVerify = 1 << 2
+	ErrorTypeAny    = 0xffff
+)
+
 // JobSpec is one job section of a job file after [global] inheritance and
 // defaults are applied. A JobSpec describes numjobs clones of the job; the
 // runner makes the clones.
@@ -167,6 +176,13 @@ type JobSpec struct {
 	// ExitAllOnError is fio's exitall_on_error: when the job ends with an
 	// error, every other job is told to end.
 	ExitAllOnError bool
+	// ContinueOnError is fio's continue_on_error as its bit mask of error
+	// types (td_error.h): ErrorTypeRead, ErrorTypeWrite (writes and
+	// fsyncs), ErrorTypeVerify; 0 is none. An IO that fails with an error
+	// of a type in the mask, and one of fio's non-fatal errnos (EIO,
+	// EILSEQ), is counted (JobResult.TotalErr) and the job goes on; any
+	// other error ends the job.
+	ContinueOnError int
 	// GroupReporting reports the job's clones as one.
 	GroupReporting bool
 

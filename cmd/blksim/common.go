@@ -260,13 +260,33 @@ func addStackFigures(st *stack.Stack, res *workload.Result) {
 
 // failedJob returns an error naming the first job of res that ended with
 // an error, or nil. Like fio, a run in which a job failed exits non-zero.
+// The error carries every job's IO error lines (fio's stderr lines).
 func failedJob(res *workload.Result) error {
+	var err *jobFailedError
 	for _, g := range res.Groups {
 		for _, j := range g.Jobs {
-			if j.Error != 0 {
-				return fmt.Errorf("job %q failed: %s", j.Name, j.ErrorMsg)
+			if j.Error != 0 && err == nil {
+				err = &jobFailedError{msg: fmt.Sprintf("job %q failed: err=%d (%s)", j.Name, j.Error, j.ErrorMsg)}
 			}
 		}
 	}
+	if err != nil {
+		for _, g := range res.Groups {
+			for _, j := range g.Jobs {
+				err.log = append(err.log, j.ErrorLog...)
+			}
+		}
+		return err
+	}
 	return nil
 }
+
+// jobFailedError is a run in which a job failed: log holds the lines fio
+// would have printed on stderr about the jobs' IO errors, printed before
+// the error itself.
+type jobFailedError struct {
+	log []string
+	msg string
+}
+
+func (e *jobFailedError) Error() string { return e.msg }

@@ -110,6 +110,12 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	if err == nil {
 		return exitOK
 	}
+	var jf *jobFailedError
+	if errors.As(err, &jf) {
+		for _, l := range jf.log {
+			fmt.Fprintln(stderr, l)
+		}
+	}
 	fmt.Fprintf(stderr, "blksim: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) {
