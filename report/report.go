@@ -91,18 +91,19 @@ func directions(j *workload.JobResult) [2]direction {
 	}
 }
 
-// runtimeMsec is the job's runtime in whole milliseconds (truncated), the
-// unit fio keeps runtimes in.
+// runtimeMsec is the job's runtime in milliseconds as fio keeps it: the
+// elapsed microseconds rounded up to a whole millisecond (backend.c
+// update_runtime: (elapsed_us + 999) / 1000), so a run of any length
+// under a millisecond counts as 1.
 func runtimeMsec(j *workload.JobResult) uint64 {
 	if j.Runtime <= 0 {
 		return 0
 	}
-	return uint64(j.Runtime / 1e6)
+	return uint64((j.Runtime/1e3 + 999) / 1e3)
 }
 
 // dirRuntimeMsec is fio's per-direction runtime: the job's runtime if the
-// job moved bytes in that direction, else 0. Like fio, a direction with a
-// zero runtime (under 1 ms) is not reported, as its rates are undefined.
+// job moved bytes in that direction, else 0 (no line for the direction).
 func dirRuntimeMsec(j *workload.JobResult, d *workload.DirStats) uint64 {
 	if d.Bytes == 0 {
 		return 0

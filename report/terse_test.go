@@ -96,8 +96,8 @@ func TestWriteTerseV3ByName(t *testing.T) {
 		{"groupid", "0"},
 		{"error", "0"},
 		{"read_kb", strconv.FormatUint(j.Read.Bytes>>10, 10)},
-		{"read_iops", strconv.FormatUint(1000*j.Read.IOs/2500, 10)},
-		{"read_runtime_ms", "2500"},
+		{"read_iops", strconv.FormatUint(1000*j.Read.IOs/2501, 10)},
+		{"read_runtime_ms", "2501"}, // 2500.12 ms rounded up, as fio's update_runtime
 		{"read_slat_min_us", "0"},
 		{"read_clat_min_us", strconv.FormatInt(j.Read.Clat.Min()/1000, 10)},
 		{"read_clat_pct01", "1.000000%=" + strconv.FormatInt(j.Read.Clat.Percentile(1)/1000, 10)},

@@ -225,9 +225,11 @@ type EngineFigures struct {
 	SimulatedSeconds float64
 	// ActiveSeconds is the simulated time from the start until the last
 	// job ended or, if later, the device's last request completed: the
-	// interval fio's disk statistics (and an iostat around the run) cover.
-	// The engine may run on past it with nothing for them to count: a
-	// device writing back its cache, a scheduler's idle timer, the
+	// interval blksim's disk statistics and iostat rates cover, so that
+	// they count every request the run caused, writeback the flusher did
+	// after the jobs ended included (fio's disk statistics stop when its
+	// jobs end). The engine may run on past it with nothing left to count:
+	// a device writing back its cache, a scheduler's idle timer, the
 	// flusher's next periodic wakeup.
 	ActiveSeconds float64
 }

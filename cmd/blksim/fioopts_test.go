@@ -38,7 +38,9 @@ func TestRunCommandLineJob(t *testing.T) {
 	jobs := jsonJobs(t, r.stdout)
 	require.Len(t, jobs, 1)
 	assert.Equal(t, "cli", jobs[0].Jobname)
-	assert.Equal(t, int64(20), jobs[0].JobRuntime)
+	// 20 ms and the IO in flight at the deadline, rounded up to a whole
+	// millisecond as fio's update_runtime does (fio's familiar 60001msec).
+	assert.Equal(t, int64(21), jobs[0].JobRuntime)
 	assert.Positive(t, jobs[0].Read.TotalIOs)
 
 	// Global options before the first --name, several jobs, $ncpus from
@@ -67,14 +69,14 @@ func TestRunCommandLineOverrides(t *testing.T) {
 		r := runCLI(t, deterministic, args...)
 		require.Equal(t, exitOK, r.status, r.stderr)
 		for _, j := range jsonJobs(t, r.stdout) {
-			assert.Equal(t, int64(30), j.JobRuntime, j.Jobname)
+			assert.Equal(t, int64(31), j.JobRuntime, j.Jobname) // rounded up past 30
 		}
 	}
 	// The embedded default job takes overrides too.
 	r := runCLI(t, deterministic, "run", "--runtime=20ms", "--numjobs=2", "--output-format=json")
 	require.Equal(t, exitOK, r.status, r.stderr)
 	for _, j := range jsonJobs(t, r.stdout) {
-		assert.Equal(t, int64(20), j.JobRuntime)
+		assert.Equal(t, int64(21), j.JobRuntime)
 	}
 	// "--" ends the options.
 	r = runCLI(t, deterministic, "run", "--runtime=20ms", "--", job)
