@@ -261,6 +261,22 @@ func TestWritepagesSkipsRedirtiedPagesUnderWriteback(t *testing.T) {
 	assert.Equal(t, []blockdev.StampRun{{Sector: 0, Sectors: 512, Stamp: blockdev.Stamp{Writer: 1, Seq: 2}}}, data)
 }
 
+// writtenFile creates file "a" on s, writes its first size bytes (stamp
+// writer 1, sequence 1), fsyncs it and drops it from the page cache, so
+// that reads of it go to the device.
+func writtenFile(t *testing.T, s *bufStack, size int64) *File {
+	t.Helper()
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, size, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.Positive(t, f.Invalidate())
+	return f
+}
+
 // Delayed allocation never gives one block to two pages: a file larger
 // than its allocation window (8 MiB by default) continues in a new window
 // instead of reusing the blocks of the first, also when its pages are
@@ -342,14 +358,7 @@ func TestReadaheadIOPagesFollowMaxSectorsKB(t *testing.T) {
 // lone 4 KiB bio.
 func TestReadaheadSequentialFromMidFile(t *testing.T) {
 	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
-	f, err := s.fs.Create("a")
-	require.NoError(t, err)
-	s.e.Go("w", func(tk *sim.Task) {
-		require.NoError(t, f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
-		require.NoError(t, f.Fsync(tk))
-	})
-	require.NoError(t, s.e.Run(-1))
-	require.Positive(t, f.Invalidate())
+	f := writtenFile(t, s, 4<<20)
 	s.e.Go("r", func(tk *sim.Task) {
 		for off := int64(2 << 20); off < 3<<20; off += 4096 {
 			require.NoError(t, f.BufferedRead(tk, off, 4096, nil))
@@ -370,14 +379,7 @@ func TestReadaheadSequentialFromMidFile(t *testing.T) {
 func TestHandlesReadAheadIndependently(t *testing.T) {
 	const half = 2 << 20
 	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
-	f, err := s.fs.Create("a")
-	require.NoError(t, err)
-	s.e.Go("w", func(tk *sim.Task) {
-		require.NoError(t, f.BufferedWrite(tk, 0, 2*half, blockdev.Stamp{Writer: 1, Seq: 1}))
-		require.NoError(t, f.Fsync(tk))
-	})
-	require.NoError(t, s.e.Run(-1))
-	require.Positive(t, f.Invalidate())
+	f := writtenFile(t, s, 2*half)
 	h := []*Handle{f.OpenHandle(), f.OpenHandle()}
 	require.Same(t, f, h[0].File())
 	s.e.Go("r", func(tk *sim.Task) {
@@ -414,14 +416,7 @@ func TestReadaheadBiosCarryRahead(t *testing.T) {
 	s := newBufStack(t, AllocDelayed, false, 0, 1<<14)
 	got := queuedRahead{}
 	s.q.SetTracer(got)
-	f, err := s.fs.Create("a")
-	require.NoError(t, err)
-	s.e.Go("w", func(tk *sim.Task) {
-		require.NoError(t, f.BufferedWrite(tk, 0, 256<<10, blockdev.Stamp{Writer: 1, Seq: 1}))
-		require.NoError(t, f.Fsync(tk))
-	})
-	require.NoError(t, s.e.Run(-1))
-	require.Positive(t, f.Invalidate())
+	f := writtenFile(t, s, 256<<10)
 	s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 256<<10, nil)) })
 	require.NoError(t, s.e.Run(-1))
 	require.NotEmpty(t, got[blockdev.OpRead])
