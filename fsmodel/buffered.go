@@ -256,7 +256,10 @@ func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
 // BufferedWrite writes [off, off+n) through the page cache on behalf of t
 // (generic_perform_write): the inode lock exclusive across the copy and
 // dirtying, then dirty-page throttling. Blocks are allocated later, at
-// writeback.
+// writeback, but each page dirtied without one reserves one first, as
+// delayed allocation does: when the device has none left (every block
+// allocated or reserved) the write stops there with an error wrapping
+// ErrNoSpace (ENOSPC), the pages before it written.
 func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	if f.fs.dax != nil {
 		return f.daxSyscall(t, blockdev.OpWrite, off, n, s, nil)
@@ -294,6 +297,18 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 			p = b.addPage(t, f, idx)
 		} else {
 			b.lockPage(t, p)
+		}
+		if !p.IsDirty() && f.block(idx) < 0 {
+			// write_begin's delayed-allocation reservation: a page
+			// without a block needs one at writeback.
+			if !fs.reserveBlock() {
+				b.unlockPage(p)
+				if dirtied > 0 {
+					b.wb.MarkInodeDirty(f)
+				}
+				f.inode.Lock.UpWrite(t)
+				return fmt.Errorf("%s write at %d: %w", f.name, pos, ErrNoSpace)
+			}
 		}
 		whole := pos == idx*pagecache.PageSize && end == pageEnd
 		if !p.IsUptodate() && !whole {
@@ -806,23 +821,40 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 // per the filesystem's allocator.
 func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 	b := fs.buf
+	capBlocks := fs.q.Device().Capacity() / BlockSize
+	old := f.block(idx)
 	if b.opt.Alloc == AllocLog {
 		// Out-of-place: every write takes the next block of the warm data
-		// log's current segment, under the log's mutex.
+		// log's current segment, under the log's mutex; the block it
+		// replaces becomes invalid. At the device's end the log reuses
+		// invalid blocks, as f2fs's slack space recycling does when no
+		// free segment is left (its cleaning is not modelled).
 		b.cursegMu.Lock(t)
 		if b.logNext == 0 {
 			b.logNext = (fs.next + BlockSize - 1) / BlockSize
 		}
-		blk := b.logNext
-		b.logNext++
-		fs.next = b.logNext * BlockSize
+		var blk int64
+		if b.logNext < capBlocks || len(fs.freed) == 0 {
+			blk = b.logNext
+			b.logNext++
+			fs.next = max(fs.next, b.logNext*BlockSize)
+		} else {
+			blk = fs.freed[0]
+			fs.freed = fs.freed[1:]
+		}
 		b.cursegMu.Unlock(t)
+		if old >= 0 {
+			fs.freed = append(fs.freed, old)
+		} else {
+			fs.takeReserved()
+		}
 		f.setBlock(idx, blk)
 		return blk
 	}
-	if blk := f.block(idx); blk >= 0 {
-		return blk // overwrite in place
+	if old >= 0 {
+		return old // overwrite in place
 	}
+	fs.takeReserved()
 	// The next free block of the file's window: blocks are handed out in
 	// order, so a file written back in index order is contiguous, and
 	// every block below winNext is taken (the block after the previous
@@ -830,13 +862,50 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 	if f.winNext >= f.winEnd {
 		win := b.opt.AllocWindow / BlockSize
 		start := (fs.next + BlockSize - 1) / BlockSize
-		f.winNext, f.winEnd = start, start+win
+		if start >= capBlocks {
+			// The device is carved into windows: the reservation made
+			// room, in the unused end of another file's window.
+			if blk, ok := fs.stealWindowBlock(); ok {
+				f.setBlock(idx, blk)
+				return blk
+			}
+		}
+		f.winNext, f.winEnd = start, min(start+win, max(capBlocks, start+1))
 		fs.next = f.winEnd * BlockSize
 	}
 	blk := f.winNext
 	f.winNext++
 	f.setBlock(idx, blk)
 	return blk
+}
+
+// reserveBlock reserves a block for a page dirtied without one (the
+// kernel's delayed-allocation reservation at write_begin), or reports
+// that the device has none left: every block is allocated or reserved.
+func (fs *FS) reserveBlock() bool {
+	if fs.allocated+fs.reserved >= fs.q.Device().Capacity()/BlockSize {
+		return false
+	}
+	fs.reserved++
+	return true
+}
+
+// takeReserved turns a page's reservation into an allocated block.
+func (fs *FS) takeReserved() {
+	fs.reserved = max(fs.reserved-1, 0)
+	fs.allocated++
+}
+
+// stealWindowBlock takes the last unused block of the first file (in
+// creation order) whose delayed-allocation window has one left.
+func (fs *FS) stealWindowBlock() (int64, bool) {
+	for _, o := range fs.order {
+		if o.winNext < o.winEnd {
+			o.winEnd--
+			return o.winEnd, true
+		}
+	}
+	return 0, false
 }
 
 // appendPage adds page p, written to block blk, to the write bio pb,

@@ -48,6 +48,15 @@ type FS struct {
 	opt  Options
 	next int64 // next free device byte (bump allocator)
 
+	// Space, in blocks: those holding data (allocated: preallocated
+	// files' extents, buffered pages' blocks) and those promised to
+	// dirty pages that have none yet (reserved, the kernel's delayed
+	// allocation reservation); their sum never exceeds the device, so a
+	// buffered write that would need more fails with ENOSPC. freed are
+	// blocks an out-of-place write (AllocLog) left invalid, for reuse.
+	allocated, reserved int64
+	freed               []int64
+
 	files map[string]*File
 	dios  []*dio
 	buf   *buffered // buffered IO, when enabled
@@ -154,6 +163,7 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 		return nil, err
 	}
 	fs.next += alloc
+	fs.allocated += alloc / BlockSize
 	fs.files[name] = f
 	fs.order = append(fs.order, f)
 	return f, nil

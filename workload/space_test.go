@@ -1,0 +1,39 @@
+package workload
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Space on a 64 MiB device. A buffered write that needs a block the
+// device does not have fails at write() with ENOSPC (the delayed
+// allocation reservation of ext4_da_write_begin), not later in
+// writeback; files whose allocation windows would overrun the device
+// still fit when their data does; and f2fs's log, overwritten more than
+// the device holds, reuses invalid blocks. Every run verifies its data.
+func TestBufferedSpace(t *testing.T) {
+	for _, tc := range []struct {
+		name, fs, job string
+		errno         syscall.Errno
+	}{
+		{"ext4 past the device", "ext4", "[w]\nrw=write\nbs=1m\nsize=128m\ndirect=0\nend_fsync=1\n", syscall.ENOSPC},
+		{"ext4 three files in 64m", "ext4", "[w]\nrw=write\nbs=256k\nsize=20m\nnumjobs=3\nfilename_format=f.$jobnum\ndirect=0\nend_fsync=1\nverify=crc32c\n", 0},
+		{"f2fs overwrites twice the device", "f2fs", "[w]\nrw=randwrite\nbs=64k\nsize=32m\nloops=4\nfsync=32\ndirect=0\nverify=crc32c\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStackWith(t, 1, "fs="+tc.fs, "device.capacity=64m")
+			res := runOn(t, st, tc.job)
+			for _, j := range allJobs(res) {
+				if tc.errno != 0 {
+					assert.Equal(t, int(tc.errno), j.Error, j.ErrorMsg)
+					assert.Contains(t, j.ErrorMsg, "No space left on device")
+					continue
+				}
+				require.Zero(t, j.Error, j.ErrorMsg)
+			}
+		})
+	}
+}
