@@ -254,12 +254,13 @@ func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
 }
 
 // BufferedWrite writes [off, off+n) through the page cache on behalf of t
-// (generic_perform_write): the inode lock exclusive across the copy and
-// dirtying, then dirty-page throttling. Blocks are allocated later, at
-// writeback, but each page dirtied without one reserves one first, as
-// delayed allocation does: when the device has none left (every block
-// allocated or reserved) the write stops there with an error wrapping
-// ErrNoSpace (ENOSPC), the pages before it written.
+// (generic_perform_write): the inode lock exclusive across the copy, the
+// dirtying and the dirty-page throttling (balance_dirty_pages, which the
+// kernel calls in the page loop, under the lock). Blocks are allocated
+// later, at writeback, but each page dirtied without one reserves one
+// first, as delayed allocation does: when the device has none left
+// (every block allocated or reserved) the write stops there with an
+// error wrapping ErrNoSpace (ENOSPC), the pages before it written.
 func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	if f.fs.dax != nil {
 		return f.daxSyscall(t, blockdev.OpWrite, off, n, s, nil)
@@ -348,8 +349,14 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	if dirtied > 0 {
 		b.wb.MarkInodeDirty(f)
 	}
-	f.inode.Lock.UpWrite(t)
+	// Throttling runs under the inode lock: generic_perform_write and
+	// iomap_write_iter call balance_dirty_pages_ratelimited in their page
+	// loop, inside the write_iter's inode_lock (here once, after the
+	// loop). The charged CPU time runs first, as it did when the lock
+	// was released before throttling.
+	t.Flush()
 	b.wb.BalanceDirtyPages(t, dirtied)
+	f.inode.Lock.UpWrite(t)
 	return nil
 }
 

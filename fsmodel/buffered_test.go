@@ -424,3 +424,30 @@ func TestReadaheadBiosCarryRahead(t *testing.T) {
 	assert.NotContains(t, got[blockdev.OpRead], false, "every read bio is readahead")
 	assert.NotContains(t, got[blockdev.OpWrite], true, "no writeback bio is readahead")
 }
+
+// A buffered write is throttled (balance_dirty_pages) with the inode lock
+// still held: generic_perform_write and iomap_write_iter call
+// balance_dirty_pages_ratelimited in their page loop, inside the
+// inode_lock that ext4_buffered_write_iter, xfs_file_buffered_write and
+// f2fs_file_write_iter hold across it. A second writer of the same file
+// therefore waits for the first one's pause to end.
+func TestBufferedWriteThrottledUnderInodeLock(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1024)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	var aDone, bDone sim.Time
+	s.e.Go("a", func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+		aDone = tk.Now()
+	})
+	s.e.Go("b", func(tk *sim.Task) {
+		tk.Sleep(100 * time.Microsecond)
+		require.NoError(t, f.BufferedWrite(tk, 8<<20, 4096, blockdev.Stamp{Writer: 2, Seq: 1}))
+		bDone = tk.Now()
+	})
+	require.NoError(t, s.e.Run(-1))
+	st := s.fs.Writeback().Stats()
+	require.Positive(t, st.Pauses, "the big write is throttled")
+	assert.GreaterOrEqual(t, bDone, aDone, "b's write waits for i_rwsem until a's throttled write returns")
+	assert.GreaterOrEqual(t, f.Inode().Lock.Stats().Write.HoldMax, st.PauseMax, "the pause is part of a's hold")
+}

@@ -117,15 +117,18 @@ func (p Ext4) DIOWrite(io IORequest) LockSpan {
 	return SpanExclusiveIO
 }
 
-// F2FS is f2fs's inode locking for direct IO (4.19): reads shared across
-// the IO, writes exclusive across it.
+// F2FS is f2fs's inode locking for direct IO (4.19): f2fs_direct_IO
+// calls __blockdev_direct_IO with DIO_LOCKING, so a read takes the inode
+// lock exclusive to flush and submit and waits for the device with no
+// lock held (SpanExclusiveSubmit, as ext4's old read path); a write runs
+// under the exclusive lock f2fs_file_write_iter holds across the IO.
 type F2FS struct{}
 
 // Name describes the policy.
 func (F2FS) Name() string { return "f2fs" }
 
 // DIORead returns the read span.
-func (F2FS) DIORead(IORequest) LockSpan { return SpanSharedIO }
+func (F2FS) DIORead(IORequest) LockSpan { return SpanExclusiveSubmit }
 
 // DIOWrite returns the write span.
 func (F2FS) DIOWrite(IORequest) LockSpan { return SpanExclusiveIO }

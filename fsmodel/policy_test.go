@@ -127,3 +127,19 @@ func TestXFSLockSpans(t *testing.T) {
 	}
 	assert.Equal(t, "xfs", XFS{}.Name())
 }
+
+// f2fs 4.19 (f2fs_direct_IO): __blockdev_direct_IO with DIO_LOCKING |
+// DIO_SKIP_HOLES, so a read takes inode_lock exclusive to flush and
+// submit and unlocks before waiting for the bios (not shared across the
+// IO); f2fs_file_write_iter holds inode_lock exclusive around every DIO
+// write, device time included.
+func TestF2FSLockSpans(t *testing.T) {
+	p := F2FS{}
+	for _, io := range []IORequest{ioRead, ioUnaligned} {
+		assert.Equal(t, SpanExclusiveSubmit, p.DIORead(io), "read %+v", io)
+	}
+	for _, io := range []IORequest{ioOverwrite, ioUnaligned, ioExtending} {
+		assert.Equal(t, SpanExclusiveIO, p.DIOWrite(io), "write %+v", io)
+	}
+	assert.Equal(t, "f2fs", p.Name())
+}

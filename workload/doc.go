@@ -25,7 +25,8 @@
 // filename_format, nrfiles/nr_files, openfiles, file_service_type
 // (roundrobin and random with :N, sequential, zipf, pareto, normal/gauss
 // with their parameter and center), numjobs, thread, threads (fio's tiobench
-// profile option, which fio ignores in job files), direct, buffered (to
+// profile option, which fio ignores in job files), direct (jobs that
+// share a file must agree on it, except on DAX), buffered (to
 // reject it), runtime/timeout, time_based, ramp_time, startdelay (a time or
 // a range), loops, randseed, randrepeat, norandommap, percentage_random,
 // random_distribution (random, zipf, pareto, normal, zoned, zoned_abs),

@@ -736,3 +736,35 @@ func TestPickBSInFits(t *testing.T) {
 	f := setUpJob(t, parseOne(t, "[j]\nrw=randread\nsize=1m\nbs=16k\n"), 1)
 	assert.Equal(t, int64(16384), f.pickBSIn(blockdev.OpRead, 4096), "one size is taken as it is")
 }
+
+// TestRunMixedDirectAndBuffered checks that jobs doing direct and
+// buffered IO on one file are refused before anything runs: blksim keeps
+// the two kinds of file apart (a preallocated extent map, blocks
+// allocated at writeback) with no page-cache coherence between them, so
+// a direct read of a buffered file waited forever for bios it never
+// built (and blocked the buffered writer behind its i_rwsem), and a
+// buffered reader of a direct-written file read zeros without device IO.
+// On DAX both kinds of IO take the same path and may share a file.
+func TestRunMixedDirectAndBuffered(t *testing.T) {
+	for _, tc := range []struct{ name, src, other string }{
+		{"buffered writer, direct reader", "[global]\nfilename=f\nsize=1m\nbs=4k\nruntime=10ms\ntime_based\n[bw]\nrw=randwrite\ndirect=0\n[dr]\nrw=randread\ndirect=1\n", "bw"},
+		{"direct writer, buffered reader", "[global]\nfilename=f\nsize=1m\nbs=4k\nruntime=10ms\ntime_based\n[dw]\nrw=randwrite\ndirect=1\n[br]\nrw=randread\ndirect=0\n", "dw"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			_, err := Run(st.Engine, st.FS, parseString(t, tc.src), RunOptions{})
+			require.ErrorIs(t, err, ErrJob)
+			assert.ErrorContains(t, err, fmt.Sprintf("test.fio:%d: option \"direct\"", optionLine(tc.src, "direct")))
+			assert.ErrorContains(t, err, fmt.Sprintf("also used by job %q", tc.other))
+			assert.Zero(t, st.Engine.Events(), "a job ran")
+		})
+	}
+	t.Run("dax", func(t *testing.T) {
+		st := newStackWith(t, 1, "fs=xfs", "dax=true", "device.profile=pmem-nvdimm")
+		res, err := Run(st.Engine, st.FS, parseString(t, "[global]\nfilename=f\nsize=1m\nbs=4k\nruntime=1ms\ntime_based\n[dw]\nrw=randwrite\ndirect=1\n[br]\nrw=randread\ndirect=0\n"), RunOptions{})
+		require.NoError(t, err)
+		for _, j := range allJobs(res) {
+			assert.Zero(t, j.Error, j.ErrorMsg)
+		}
+	})
+}

@@ -572,6 +572,14 @@ func (j *job) layout(devCap int64) error {
 	return nil
 }
 
+// directValue is the direct option's value as a job file writes it.
+func directValue(direct bool) string {
+	if direct {
+		return "1"
+	}
+	return "0"
+}
+
 // ensureFiles gives a job made without Run (in tests) its files.
 func (j *job) ensureFiles() {
 	if j.files == nil {
@@ -615,6 +623,16 @@ func (r *runState) layoutFiles(lbs int64) error {
 				need = 0
 			}
 			if q, ok := sizes[f.name]; ok {
+				// blksim keeps a direct-IO file (preallocated, an extent
+				// map) and a buffered one (blocks allocated at writeback,
+				// a page-cache index) apart and has no coherence between
+				// them (the kernel's flush before a direct read and
+				// invalidation after a direct write): refuse to mix them
+				// on one file rather than hang or read stale data. On DAX
+				// both kinds of IO take the same path.
+				if q.job.spec.Direct != j.spec.Direct && !r.fsys.DAX() {
+					return j.spec.errorf("direct", "file %q is also used by job %q with direct=%s: blksim does not model direct and buffered IO on one file", f.name, q.job.spec.Name, directValue(q.job.spec.Direct))
+				}
 				q.size = max(q.size, need)
 				q.fill = q.fill || j.spec.FillDevice
 			} else {
