@@ -249,13 +249,18 @@ func (g *hddGeom) seek(d int64) float64 {
 }
 
 // rotation is the wait, at time t, for the platter to bring angle a under
-// the head.
+// the head. A head less than rotationSlackNs past the angle is on it: the
+// wait is then that lead, negative, so that the work's end time counts
+// from the angle itself. (Simulated time is whole nanoseconds and each end
+// time is rounded; a wait of 0 there would let the rounding errors of
+// back-to-back transfers add up until one found its first sector just
+// passed and waited a whole turn.)
 func (g *hddGeom) rotation(a, t float64) float64 {
 	w := a - t/g.rev
 	w -= math.Floor(w)
 	w *= g.rev
 	if w > g.rev-rotationSlackNs {
-		return 0
+		return w - g.rev
 	}
 	return w
 }
