@@ -20,6 +20,12 @@ var ErrProfile = errors.New("bad device profile")
 type ProfileValue struct {
 	Text  string
 	Where string
+	// Override marks a value set over the profile (a stack file's or the
+	// command line's device.<key>) rather than in it. A key that only
+	// matters with a feature on is then left unused, not an error, when
+	// an override turns the feature off: --set device.write_cache=false
+	// works on a profile that sizes its write cache.
+	Override bool
 }
 
 // profileKey is one settable parameter of a device kind.
@@ -189,7 +195,10 @@ var kinds = map[string]kindDef{
 		if err := applyKeys(&p, hddKeys, vals); err != nil {
 			return nil, err
 		}
-		if v, ok := vals["write_cache_size"]; ok && !p.WriteCache {
+		// A size with the cache off is a contradiction, unless the
+		// profile sized the cache and an override turned it off (as
+		// hdparm -W0 does to a drive): the size is then unused.
+		if v, ok := vals["write_cache_size"]; ok && !p.WriteCache && !(vals["write_cache"].Override && !v.Override) {
 			return nil, fmt.Errorf("%s: %w: hdd: key %q: has no effect with write_cache = false", v.Where, ErrProfile, "write_cache_size")
 		}
 		return checked(NewHDD(e, p))

@@ -158,6 +158,27 @@ func TestMemoryProfileLimits(t *testing.T) {
 	}
 }
 
+// An override that turns the HDD write cache off leaves the profile's
+// write_cache_size unused; the size with the cache off in one place (the
+// profile, or the overrides) is still an error, named where the size was
+// set.
+func TestHDDWriteCacheOffByOverride(t *testing.T) {
+	vals := withWhere("h.toml:7", append(profileFor("hdd"), "write_cache_size=4m")...)
+	vals["write_cache"] = ProfileValue{Text: "false", Where: "--set device.write_cache", Override: true}
+	d, err := NewFromProfile(newEngine(t), vals)
+	require.NoError(t, err)
+	assert.False(t, d.(*HDD).Params().WriteCache)
+
+	vals["write_cache_size"] = ProfileValue{Text: "2m", Where: "--set device.write_cache_size", Override: true}
+	_, err = NewFromProfile(newEngine(t), vals)
+	assert.ErrorContains(t, err, `--set device.write_cache_size: bad device profile: hdd: key "write_cache_size": has no effect with write_cache = false`)
+
+	vals = withWhere("h.toml:7", append(profileFor("hdd"), "write_cache=false")...)
+	vals["write_cache_size"] = ProfileValue{Text: "2m", Where: "--set device.write_cache_size", Override: true}
+	_, err = NewFromProfile(newEngine(t), vals)
+	assert.ErrorContains(t, err, `--set device.write_cache_size: bad device profile: hdd: key "write_cache_size"`)
+}
+
 func TestProfileKeys(t *testing.T) {
 	require.Equal(t, strings.Split(allKinds, ", "), Kinds())
 	readme, err := os.ReadFile("../testdata/devices/README.md")
