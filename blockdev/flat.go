@@ -182,6 +182,12 @@ func (p *FlatParams) Validate() error {
 	case p.SwitchTime < 0:
 		return keyErr("switch_time", "switch_time must not be negative")
 	}
+	for _, err := range []error{checkTime("read_latency", p.ReadLatency), checkTime("write_latency", p.WriteLatency),
+		checkTime("switch_time", p.SwitchTime), checkRate("read_mbps", p.ReadMBps, true), checkRate("write_mbps", p.WriteMBps, true)} {
+		if err != nil {
+			return err
+		}
+	}
 	if err := p.ReadSpeedup.Validate(); err != nil {
 		return keyErr("read_speedup", "%v", err)
 	}

@@ -150,14 +150,14 @@ func (p *HDDParams) geometry() (*hddGeom, error) {
 		return nil, keyErr("full_stroke", "full_stroke %v must exceed average_seek %v", p.FullStroke, p.AverageSeek)
 	case p.FullStroke > hddMaxTime:
 		return nil, keyErr("full_stroke", "full_stroke must be at most %v", hddMaxTime)
-	case !(p.OuterMBps > 0) || p.OuterMBps > hddMaxMBps:
-		return nil, keyErr("outer_mbps", "outer_mbps must be positive and at most %g", hddMaxMBps)
-	case !(p.InnerMBps > 0):
-		return nil, keyErr("inner_mbps", "inner_mbps must be positive")
+	case !(p.OuterMBps >= minDeviceMBps) || p.OuterMBps > hddMaxMBps:
+		return nil, keyErr("outer_mbps", "outer_mbps must be between %g and %g", minDeviceMBps, hddMaxMBps)
+	case !(p.InnerMBps >= minDeviceMBps):
+		return nil, keyErr("inner_mbps", "inner_mbps must be at least %g", minDeviceMBps)
 	case p.InnerMBps > p.OuterMBps:
 		return nil, keyErr("inner_mbps", "inner_mbps %g exceeds outer_mbps %g: the outer zone is the fastest", p.InnerMBps, p.OuterMBps)
-	case !(p.HostMBps > 0) || p.HostMBps > hddMaxMBps:
-		return nil, keyErr("host_mbps", "host_mbps must be positive and at most %g", hddMaxMBps)
+	case !(p.HostMBps >= minDeviceMBps) || p.HostMBps > hddMaxMBps:
+		return nil, keyErr("host_mbps", "host_mbps must be between %g and %g", minDeviceMBps, hddMaxMBps)
 	case p.WriteCache && p.WriteCacheSize < int64(p.MaxHWSectorsKB)*1024:
 		return nil, keyErr("write_cache_size", "write_cache_size %d must hold one maximal request (max_hw_sectors_kb %d)", p.WriteCacheSize, p.MaxHWSectorsKB)
 	case p.WriteCacheSize < 0:
@@ -249,13 +249,18 @@ func (g *hddGeom) seek(d int64) float64 {
 }
 
 // rotation is the wait, at time t, for the platter to bring angle a under
-// the head.
+// the head. A head less than rotationSlackNs past the angle is on it: the
+// wait is then that lead, negative, so that the work's end time counts
+// from the angle itself. (Simulated time is whole nanoseconds and each end
+// time is rounded; a wait of 0 there would let the rounding errors of
+// back-to-back transfers add up until one found its first sector just
+// passed and waited a whole turn.)
 func (g *hddGeom) rotation(a, t float64) float64 {
 	w := a - t/g.rev
 	w -= math.Floor(w)
 	w *= g.rev
 	if w > g.rev-rotationSlackNs {
-		return 0
+		return w - g.rev
 	}
 	return w
 }

@@ -1,6 +1,7 @@
 package blockdev
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -109,6 +110,44 @@ func TestHDDBackToBackOnTheSameTrack(t *testing.T) {
 			lat := latencyOf(t, e, q, first, &Bio{Op: OpRead, Sector: tc.sector, Bytes: 4096})
 			run(t, e)
 			assert.Equal(t, tc.want, lat())
+		})
+	}
+}
+
+// Mechanism: a stream of reads queued back to back, each starting where
+// the one before ended, never loses a turn however long it runs: the
+// nanosecond rounding of each end time must not add up until a read finds
+// its first sector just passed. Sequential reads at depth 4 and more keep
+// the actuator busy (the read cache never gets to read ahead), so they run
+// at the media rate, one transfer after another.
+func TestHDDSequentialQueuedReadsLoseNoTurn(t *testing.T) {
+	p := hdd7200(t)
+	for _, depth := range []int{4, 32} {
+		t.Run(fmt.Sprint("depth ", depth), func(t *testing.T) {
+			e := newEngine(t)
+			_, q := newTestHDD(t, e, p)
+			next := int64(0)
+			var worst time.Duration
+			var first sim.Time // the first completion, after the first turn
+			l := &closedLoop{q: q, bios: make([]Bio, depth),
+				fill: func(b *Bio, i int) {
+					b.Op, b.Sector, b.Bytes = OpRead, next, 4096
+					next += 8
+				},
+				onEnd: func(b *Bio) {
+					if first == 0 {
+						first = e.Now()
+					}
+					if b.Sector >= int64(depth)*8 {
+						worst = max(worst, time.Duration(e.Now()-b.Submitted))
+					}
+				}}
+			const n = 16384 // 64 MiB
+			l.run(t, e, n)
+			require.NoError(t, l.err)
+			mbps := float64((n-1)*4096) / time.Duration(e.Now()-first).Seconds() / 1e6
+			assert.Less(t, worst, hddRevOf(p), "after the first, no read waits a turn")
+			assert.InEpsilon(t, p.OuterMBps, mbps, 0.02, "the media rate at the start of the disk")
 		})
 	}
 }

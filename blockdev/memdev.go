@@ -30,9 +30,9 @@ type MemDevice struct {
 	slots slotTable
 }
 
-// NewMemDevice returns a memory device; zero limits default to 512-byte
-// blocks, 1024 KiB requests and depth 256.
-func NewMemDevice(e *sim.Engine, p MemParams) *MemDevice {
+// withDefaults returns p with its zero fields at their defaults: ram0,
+// 512-byte blocks, 1024 KiB requests and depth 256.
+func (p MemParams) withDefaults() MemParams {
 	if p.Name == "" {
 		p.Name = "ram0"
 	}
@@ -45,7 +45,29 @@ func NewMemDevice(e *sim.Engine, p MemParams) *MemDevice {
 	if p.QueueDepth == 0 {
 		p.QueueDepth = 256
 	}
-	return &MemDevice{e: e, p: p, store: NewStampMap()}
+	return p
+}
+
+// Validate checks the parameters (zero limits stand for their defaults)
+// as the "memory" profile kind does: the limits every kind has, a
+// latency of at most maxDeviceTime and a rate of 0 or at least
+// minDeviceMBps.
+func (p MemParams) Validate() error {
+	p = p.withDefaults()
+	if err := validateCommon(p.Capacity, p.LogicalBlockSize, p.MaxHWSectorsKB, p.QueueDepth, "queue_depth"); err != nil {
+		return err
+	}
+	if err := checkTime("latency", p.Latency); err != nil {
+		return err
+	}
+	return checkRate("mbps", p.MBps, true)
+}
+
+// NewMemDevice returns a memory device; zero limits default to 512-byte
+// blocks, 1024 KiB requests and depth 256. It does not validate p (tests
+// build devices the profile kind would reject); see Validate.
+func NewMemDevice(e *sim.Engine, p MemParams) *MemDevice {
+	return &MemDevice{e: e, p: p.withDefaults(), store: NewStampMap()}
 }
 
 // Name returns the device name.

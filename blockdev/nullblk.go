@@ -79,7 +79,10 @@ func (p *NullParams) Validate() error {
 	case !(p.MBps >= 0):
 		return keyErr("mbps", "mbps must not be negative")
 	}
-	return nil
+	if err := checkTime("completion_nsec", p.CompletionNsec); err != nil {
+		return err
+	}
+	return checkRate("mbps", p.MBps, true)
 }
 
 // nullDefaultMaxKB is BLK_SAFE_MAX_SECTORS in KiB, rounded down to lbs.

@@ -94,25 +94,25 @@ func (p *NVMeParams) Validate() error {
 	// issuePrograms loop forever.
 	case p.PageSize > math.MaxInt64/int64(p.Planes):
 		return keyErr("planes", "page_size * planes overflows")
-	case p.ReadTime < 0:
-		return keyErr("read_time", "times must not be negative")
-	case p.ProgramTime < 0:
-		return keyErr("program_time", "times must not be negative")
-	case p.ReadOverhead < 0:
-		return keyErr("read_overhead", "times must not be negative")
-	case p.WriteOverhead < 0:
-		return keyErr("write_overhead", "times must not be negative")
-	case p.CommandTime < 0:
-		return keyErr("command_time", "times must not be negative")
-	// Fix (tests): !(x > 0) also rejects NaN.
-	case !(p.ChannelMBps > 0):
-		return keyErr("channel_mbps", "channel_mbps must be positive")
-	case !(p.HostMBps > 0):
-		return keyErr("host_mbps", "host_mbps must be positive")
 	case p.WriteBuffer < int64(p.MaxHWSectorsKB)*1024 || p.WriteBuffer < p.PageSize*int64(p.Planes):
 		return keyErr("write_buffer", "write_buffer must hold at least one maximal request (max_hw_sectors_kb) and one program unit (page_size * planes)")
 	case p.ProgramQueue < 0:
 		return keyErr("program_queue", "program_queue must not be negative")
+	}
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"read_time", p.ReadTime}, {"program_time", p.ProgramTime}, {"read_overhead", p.ReadOverhead},
+		{"write_overhead", p.WriteOverhead}, {"command_time", p.CommandTime}} {
+		if err := checkTime(t.key, t.d); err != nil {
+			return err
+		}
+	}
+	if err := checkRate("channel_mbps", p.ChannelMBps, false); err != nil {
+		return err
+	}
+	if err := checkRate("host_mbps", p.HostMBps, false); err != nil {
+		return err
 	}
 	return p.validateInterface()
 }

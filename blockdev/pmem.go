@@ -100,6 +100,12 @@ func NewPMem(e *sim.Engine, p PMemParams) (*PMem, error) {
 	case p.Latency < 0:
 		return nil, &paramError{key: "latency", msg: "must not be negative"}
 	}
+	for _, err := range []error{checkRate("read_mbps", p.ReadMBps, false), checkRate("write_mbps", p.WriteMBps, false),
+		checkTime("latency", p.Latency)} {
+		if err != nil {
+			return nil, err
+		}
+	}
 	if p.Name == "" {
 		p.Name = "pmem0"
 	}

@@ -3,6 +3,7 @@ package blockdev
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,12 @@ var ErrProfile = errors.New("bad device profile")
 type ProfileValue struct {
 	Text  string
 	Where string
+	// Override marks a value set over the profile (a stack file's or the
+	// command line's device.<key>) rather than in it. A key that only
+	// matters with a feature on is then left unused, not an error, when
+	// an override turns the feature off: --set device.write_cache=false
+	// works on a profile that sizes its write cache.
+	Override bool
 }
 
 // profileKey is one settable parameter of a device kind.
@@ -188,7 +195,10 @@ var kinds = map[string]kindDef{
 		if err := applyKeys(&p, hddKeys, vals); err != nil {
 			return nil, err
 		}
-		if v, ok := vals["write_cache_size"]; ok && !p.WriteCache {
+		// A size with the cache off is a contradiction, unless the
+		// profile sized the cache and an override turned it off (as
+		// hdparm -W0 does to a drive): the size is then unused.
+		if v, ok := vals["write_cache_size"]; ok && !p.WriteCache && !(vals["write_cache"].Override && !v.Override) {
 			return nil, fmt.Errorf("%s: %w: hdd: key %q: has no effect with write_cache = false", v.Where, ErrProfile, "write_cache_size")
 		}
 		return checked(NewHDD(e, p))
@@ -219,8 +229,8 @@ var kinds = map[string]kindDef{
 		if err := applyKeys(&p, memKeys, vals); err != nil {
 			return nil, err
 		}
-		if p.Capacity <= 0 {
-			return nil, keyErr("capacity", "capacity must be positive")
+		if err := p.Validate(); err != nil {
+			return nil, err
 		}
 		return NewMemDevice(e, p), nil
 	}},
@@ -340,6 +350,39 @@ func (e *paramError) Error() string { return e.msg }
 // keyErr returns a validation error about key.
 func keyErr(key, format string, args ...any) error {
 	return &paramError{key: key, msg: fmt.Sprintf(format, args...)}
+}
+
+// Bounds on the rates and times of every device kind. A rate below
+// minDeviceMBps or a time above maxDeviceTime is a unit mistake, not a
+// device, and the bounds keep every service time far inside the int64
+// nanoseconds of the simulated clock (the largest request, 32 MiB, takes
+// about nine hours at minDeviceMBps); beyond them a time could wrap
+// negative and the device serve faster than at any sane value.
+const (
+	minDeviceMBps = 0.001 // 1 kB/s
+	maxDeviceTime = time.Hour
+)
+
+// checkRate checks the rate of key: finite and at least minDeviceMBps, or
+// 0 where zeroOK (data costs nothing).
+func checkRate(key string, v float64, zeroOK bool) error {
+	switch {
+	case zeroOK && v == 0:
+		return nil
+	case v >= minDeviceMBps && !math.IsInf(v, 0): // also rejects NaN
+		return nil
+	case zeroOK:
+		return keyErr(key, "%s must be 0 or a finite rate of at least %g, not %g", key, minDeviceMBps, v)
+	}
+	return keyErr(key, "%s must be a finite rate of at least %g, not %g", key, minDeviceMBps, v)
+}
+
+// checkTime checks the time of key: between 0 and maxDeviceTime.
+func checkTime(key string, d time.Duration) error {
+	if d < 0 || d > maxDeviceTime {
+		return keyErr(key, "times must be between 0 and %v; %s is %v", maxDeviceTime, key, d)
+	}
+	return nil
 }
 
 // validateCommon checks the limits every device kind has; depthKey names

@@ -95,6 +95,90 @@ func TestNewFromProfileErrors(t *testing.T) {
 	}
 }
 
+// Every rate key of every kind rejects a rate too small for the clock,
+// and every time key a time too long for it: their service times would
+// overflow int64 nanoseconds and wrap negative, so that a device at 1e-300
+// MB/s served faster than one at a sane rate. A rate of 0 stays "free"
+// where it was.
+func TestProfileRateAndTimeBounds(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		rates []string
+		times []string
+	}{
+		{"nvme", []string{"channel_mbps", "host_mbps"}, []string{"read_time", "program_time", "read_overhead", "write_overhead", "command_time"}},
+		{"ufs", []string{"channel_mbps", "host_mbps"}, []string{"read_time", "program_time", "command_time"}},
+		{"sata-ssd", []string{"channel_mbps", "host_mbps"}, []string{"program_time"}},
+		{"hdd", []string{"outer_mbps", "inner_mbps", "host_mbps"}, []string{"command_overhead"}},
+		{"null", []string{"mbps"}, []string{"completion_nsec"}},
+		{"pmem", []string{"read_mbps", "write_mbps"}, []string{"latency"}},
+		{"memory", []string{"mbps"}, []string{"latency"}},
+		{"flat", []string{"read_mbps", "write_mbps"}, []string{"read_latency", "write_latency", "switch_time"}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			base := memOK
+			if tc.kind != "memory" {
+				base = profileFor(tc.kind)
+			}
+			for _, k := range tc.rates {
+				_, err := NewFromProfile(newEngine(t), withWhere("r.toml:3", append(slices.Clone(base), k+"=1e-300")...))
+				require.Error(t, err, k)
+				assert.ErrorContains(t, err, fmt.Sprintf("r.toml:3: bad device profile: %s: key %q", tc.kind, k))
+				assert.ErrorContains(t, err, "0.001")
+			}
+			for _, k := range tc.times {
+				_, err := NewFromProfile(newEngine(t), withWhere("r.toml:4", append(slices.Clone(base), k+"=2000000h")...))
+				require.Error(t, err, k)
+				assert.ErrorContains(t, err, fmt.Sprintf("r.toml:4: bad device profile: %s: key %q", tc.kind, k))
+			}
+		})
+	}
+	for _, kv := range []string{"mbps=0", "mbps=0.001", "latency=1h"} {
+		_, err := NewFromProfile(newEngine(t), profile(append(slices.Clone(memOK), kv)...))
+		assert.NoError(t, err, kv)
+	}
+}
+
+// The memory kind checks the limits every kind has (it checked only the
+// capacity, and a bad block size failed later, in the queue, naming no
+// key).
+func TestMemoryProfileLimits(t *testing.T) {
+	for kv, want := range map[string]string{
+		"logical_block_size=1000": "512 or 4096",
+		"logical_block_size=8192": "512 or 4096",
+		"capacity=1000001":        "not a multiple of the logical block size",
+		"max_hw_sectors_kb=2":     "multiple of the logical block size",
+	} {
+		key, _, _ := strings.Cut(kv, "=")
+		vals := withWhere("m.toml:2", append(slices.Clone(memOK), "logical_block_size=4096", kv)...)
+		_, err := NewFromProfile(newEngine(t), vals)
+		require.Error(t, err, kv)
+		assert.ErrorContains(t, err, fmt.Sprintf("m.toml:2: bad device profile: memory: key %q", key), kv)
+		assert.ErrorContains(t, err, want, kv)
+	}
+}
+
+// An override that turns the HDD write cache off leaves the profile's
+// write_cache_size unused; the size with the cache off in one place (the
+// profile, or the overrides) is still an error, named where the size was
+// set.
+func TestHDDWriteCacheOffByOverride(t *testing.T) {
+	vals := withWhere("h.toml:7", append(profileFor("hdd"), "write_cache_size=4m")...)
+	vals["write_cache"] = ProfileValue{Text: "false", Where: "--set device.write_cache", Override: true}
+	d, err := NewFromProfile(newEngine(t), vals)
+	require.NoError(t, err)
+	assert.False(t, d.(*HDD).Params().WriteCache)
+
+	vals["write_cache_size"] = ProfileValue{Text: "2m", Where: "--set device.write_cache_size", Override: true}
+	_, err = NewFromProfile(newEngine(t), vals)
+	assert.ErrorContains(t, err, `--set device.write_cache_size: bad device profile: hdd: key "write_cache_size": has no effect with write_cache = false`)
+
+	vals = withWhere("h.toml:7", append(profileFor("hdd"), "write_cache=false")...)
+	vals["write_cache_size"] = ProfileValue{Text: "2m", Where: "--set device.write_cache_size", Override: true}
+	_, err = NewFromProfile(newEngine(t), vals)
+	assert.ErrorContains(t, err, `--set device.write_cache_size: bad device profile: hdd: key "write_cache_size"`)
+}
+
 func TestProfileKeys(t *testing.T) {
 	require.Equal(t, strings.Split(allKinds, ", "), Kinds())
 	readme, err := os.ReadFile("../testdata/devices/README.md")

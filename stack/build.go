@@ -209,11 +209,11 @@ func (c *Config) buildDevice(e *sim.Engine) (blockdev.Device, error) {
 	}
 	for k, v := range c.vals {
 		if dk, ok := strings.CutPrefix(k, "device."); ok && k != "device.profile" {
-			vals[dk] = blockdev.ProfileValue{Text: v, Where: c.where[k]}
+			vals[dk] = blockdev.ProfileValue{Text: v, Where: c.where[k], Override: true}
 		}
 	}
 	if kb := c.Get("queue.max_hw_sectors_kb"); kb != "" && kb != "0" {
-		vals["max_hw_sectors_kb"] = blockdev.ProfileValue{Text: kb, Where: c.where["queue.max_hw_sectors_kb"]}
+		vals["max_hw_sectors_kb"] = blockdev.ProfileValue{Text: kb, Where: c.where["queue.max_hw_sectors_kb"], Override: true}
 	}
 	dev, err := blockdev.NewFromProfile(e, vals)
 	if err != nil {

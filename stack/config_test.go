@@ -510,6 +510,20 @@ func TestDeviceKeysFlowToProfile(t *testing.T) {
 	assert.Equal(t, int64(2<<30), st.Device.Capacity())
 }
 
+// The write cache of the shipped disk profile, which sizes it, can be
+// turned off from the command line (it was an error against the
+// profile's write_cache_size line).
+func TestHDDWriteCacheOffFromCommandLine(t *testing.T) {
+	c := stack.Default()
+	require.NoError(t, c.SetArg("device.profile=hdd-7200"))
+	require.NoError(t, c.SetArg("device.write_cache=false"))
+	st, err := build(t, c)
+	require.NoError(t, err)
+	hdd, ok := st.Device.(*blockdev.HDD)
+	require.True(t, ok, "device is %T", st.Device)
+	assert.False(t, hdd.Params().WriteCache)
+}
+
 func TestDeviceKeyErrors(t *testing.T) {
 	tests := []struct {
 		name string
