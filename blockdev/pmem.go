@@ -66,16 +66,20 @@ func DefaultPMemParams() PMemParams {
 }
 
 // PMem is a persistent-memory device. Through the block layer it behaves
-// as the kernel's bio-based pmem driver: each request completes after its
-// copy time, requests in parallel (every submitting CPU copies for
-// itself; the model charges the copy as device time, not CPU time). With
-// DAX (DAXDevice) the caller copies directly and pays the CPU time.
+// as the kernel's bio-based pmem driver, which copies in submit_bio on
+// the submitting task's CPU: each request completes after its copy time,
+// the requests of different tasks in parallel, one task's one after
+// another (a task at iodepth 4 copies no faster than at 1). The model
+// charges the copy as device time, not CPU time. With DAX (DAXDevice) the
+// caller copies directly and pays the CPU time.
 type PMem struct {
 	e     *sim.Engine
 	p     PMemParams
 	c     Completer
 	store *StampMap
 	slots slotTable
+	// busy is when each submitting task (by PID) is done copying.
+	busy map[uint32]sim.Time
 }
 
 // NewPMem returns a pmem device, or an error naming the parameter at
@@ -132,7 +136,13 @@ func (d *PMem) Stamps() *StampMap { return d.store }
 
 // Submit completes r after its copy time.
 func (d *PMem) Submit(r *Request) {
-	d.e.After(d.DAXCopyTime(r.Op, r.Bytes), d, uint64(d.slots.put(r)))
+	if d.busy == nil {
+		d.busy = map[uint32]sim.Time{}
+	}
+	start := max(d.e.Now(), d.busy[r.Issuer.PID])
+	end := start + sim.Time(d.DAXCopyTime(r.Op, r.Bytes))
+	d.busy[r.Issuer.PID] = end
+	d.e.At(end, d, uint64(d.slots.put(r)))
 }
 
 // Fire completes the request in slot arg.
