@@ -500,6 +500,11 @@ func (f *File) readIter(t *sim.Task, ra *pagecache.RAState, off, n int64, data *
 			}
 			b.unlockPage(p)
 			if err != nil || !p.IsUptodate() {
+				if pos > off {
+					// filemap_read sets prev_pos to where the copy
+					// got to, error or not.
+					ra.PrevPos = pos
+				}
 				return fmt.Errorf("%s read at %d: %w", f.name, pos, syscall.EIO)
 			}
 		}

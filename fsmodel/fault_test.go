@@ -1,6 +1,7 @@
 package fsmodel
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -202,4 +203,29 @@ func TestErrSeq(t *testing.T) {
 	}
 	e.set(0)
 	assert.Zero(t, e.checkAndAdvance(&a), "no error is no error")
+}
+
+// A read that fails part way leaves the open file's prev_pos where the
+// copy got to (filemap_read sets it whether or not the read ends in an
+// error), so the next read from there counts as sequential.
+func TestFailedReadSetsPrevPos(t *testing.T) {
+	s := newFaultStack(t)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.do(t, func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 1<<20, oldStamp))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.Positive(t, f.Invalidate())
+	h := f.OpenHandle()
+	s.do(t, func(tk *sim.Task) { require.NoError(t, h.BufferedRead(tk, 0, 16<<10, nil)) })
+	s.failReads = -1
+	var rerr error
+	s.do(t, func(tk *sim.Task) { rerr = h.BufferedRead(tk, 0, 1<<20, nil) })
+	require.ErrorIs(t, rerr, syscall.EIO)
+	var at int64
+	_, scanErr := fmt.Sscanf(rerr.Error(), "a read at %d:", &at)
+	require.NoError(t, scanErr, rerr.Error())
+	require.Positive(t, at, "the cached pages were copied first")
+	assert.Equal(t, at, h.ra.PrevPos)
 }
