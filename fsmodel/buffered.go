@@ -845,6 +845,14 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 		if b.logNext == 0 {
 			b.logNext = (fs.next + BlockSize - 1) / BlockSize
 		}
+		// The old block is invalid before the new one is chosen: on a
+		// device whose every block holds valid data an overwrite reuses
+		// it rather than run the log past the device's end.
+		if old >= 0 {
+			fs.freed = append(fs.freed, old)
+		} else {
+			fs.takeReserved()
+		}
 		var blk int64
 		if b.logNext < capBlocks || len(fs.freed) == 0 {
 			blk = b.logNext
@@ -855,11 +863,6 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 			fs.freed = fs.freed[1:]
 		}
 		b.cursegMu.Unlock(t)
-		if old >= 0 {
-			fs.freed = append(fs.freed, old)
-		} else {
-			fs.takeReserved()
-		}
 		f.setBlock(idx, blk)
 		return blk
 	}

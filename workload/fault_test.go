@@ -161,3 +161,17 @@ func TestContinueOnErrorGroupReporting(t *testing.T) {
 	assert.Positive(t, merged[0].TotalErr)
 	assert.Equal(t, int(syscall.EIO), merged[0].FirstError)
 }
+
+// A job's open file description samples the file's writeback error when
+// the job opens the file, at its start: job b's fsync reports the error
+// of a writeback job a's fsync saw first (b's description was opened
+// before it; it used to be opened at b's first fsync, after a had seen
+// the error, and b's fsync returned 0).
+func TestWritebackErrorReachesEveryJobsFsync(t *testing.T) {
+	src := "[global]\nbs=4k\nsize=256k\ndirect=0\nfilename=f\nrw=write\n[a]\nfsync=8\n[b]\nfsync=32\n"
+	jobs := runFaulty(t, src, "fault.op=write", "fault.count=1")
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		assert.Equal(t, int(syscall.EIO), j.Error, "job %s: %s", j.Name, j.ErrorMsg)
+	}
+}

@@ -871,9 +871,19 @@ func (j *job) run(t *sim.Task) {
 
 // invalidate drops the cached pages of a buffered job's files, as fio
 // does when it opens them (invalidate=1, the default): whatever the
-// engine, the job's reads then start from the device.
+// engine, the job's reads then start from the device. It first opens
+// the job's description of each file, as fio opens them at the job's
+// start: the description samples the file's writeback error then
+// (errseq_sample), so an error another job's fsync sees later is still
+// this job's fsync's to report.
 func (j *job) invalidate() {
-	if j.spec.Direct || !j.spec.Invalidate {
+	if j.spec.Direct {
+		return
+	}
+	for _, f := range j.files {
+		f.reader()
+	}
+	if !j.spec.Invalidate {
 		return
 	}
 	for _, f := range j.files {
