@@ -117,7 +117,8 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o := new(jsonObject)
 	o.add("jobname", j.Name)
 	o.add("groupid", j.GroupID)
-	o.add("error", j.Error)
+	errno, _ := j.ReportedError()
+	o.add("error", errno)
 
 	if len(j.Options) > 0 {
 		o.add("job options", optionsJSON(j.Options))

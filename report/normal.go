@@ -140,15 +140,16 @@ func bsBounds(j *workload.JobResult, d int) (lo, hi string) {
 
 // writeJobNormal writes one job's block.
 func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
-	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && j.Error == 0 {
+	errno, msg := j.ReportedError()
+	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && errno == 0 {
 		return
 	}
-	if j.Error == 0 {
+	if errno == 0 {
 		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n",
-			j.Name, j.GroupID, max(j.Jobs, 1), j.Error, j.JobID, fixedDate)
+			j.Name, j.GroupID, max(j.Jobs, 1), errno, j.JobID, fixedDate)
 	} else {
 		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n",
-			j.Name, j.GroupID, max(j.Jobs, 1), j.Error, j.ErrorMsg, j.JobID, fixedDate)
+			j.Name, j.GroupID, max(j.Jobs, 1), errno, msg, j.JobID, fixedDate)
 	}
 	for _, d := range directions(j) {
 		if d.stats.Bytes != 0 {

@@ -77,10 +77,11 @@ func WriteTerse(w io.Writer, r *workload.Result, opt Options) error {
 
 // writeJobTerse writes one job's terse line.
 func writeJobTerse(b *bufio.Writer, j *workload.JobResult, disks []workload.DiskResult, ver int) {
+	errno, _ := j.ReportedError()
 	if ver == 2 {
-		fmt.Fprintf(b, "2;%s;%d;%d", j.Name, j.GroupID, j.Error)
+		fmt.Fprintf(b, "2;%s;%d;%d", j.Name, j.GroupID, errno)
 	} else {
-		fmt.Fprintf(b, "%d;%s;%s;%d;%d", ver, terseFioVersion, j.Name, j.GroupID, j.Error)
+		fmt.Fprintf(b, "%d;%s;%s;%d;%d", ver, terseFioVersion, j.Name, j.GroupID, errno)
 	}
 	for _, d := range directions(j) {
 		writeDirTerse(b, j, d.stats, ver)

@@ -52,15 +52,16 @@ func ddirName(op blockdev.Op) string {
 }
 
 // ioFailed handles an IO or sync of the job that failed with err, as
-// fio's io_completed does: ddir is fio's direction name ("read", "write",
-// "sync", "datasync"), file the file's name, off and buflen the IO's. An
-// error of a type the job's continue_on_error covers (reads; writes and
-// syncs; verify errors, EILSEQ), when it is one of fio's non-fatal
-// errnos (EIO, EILSEQ: td_non_fatal_error's default list), is counted
-// in TotalErr and the job goes on: ioFailed returns true and the IO is
-// not accounted in the job's figures. Any other error is logged as
-// io_u_log_error logs it and, if it is the job's first, becomes the
-// job's error; ioFailed returns false and the job must stop.
+// fio's break_on_this_error does: ddir is fio's direction name ("read",
+// "write", "sync", "datasync"), file the file's name, off and buflen the
+// IO's. An error of a type the job's continue_on_error covers (reads;
+// writes and syncs; verify errors, EILSEQ) is counted in TotalErr
+// (update_error_count); if it is also one of fio's non-fatal errnos (EIO,
+// EILSEQ: td_non_fatal_error's default list) the job goes on: ioFailed
+// returns true and the IO is not accounted in the job's figures. Any
+// other error is logged as io_u_log_error logs it and, if it is the
+// job's first, becomes the job's error; ioFailed returns false and the
+// job must stop.
 func (j *job) ioFailed(err error, ddir, file string, off, buflen int64) bool {
 	errno := errnoOf(err)
 	etype := ErrorTypeWrite
@@ -70,12 +71,14 @@ func (j *job) ioFailed(err error, ddir, file string, off, buflen int64) bool {
 	case ddir == "read":
 		etype = ErrorTypeRead
 	}
-	if j.spec.ContinueOnError&etype != 0 && (errno == int(syscall.EIO) || errno == int(syscall.EILSEQ)) {
+	if j.spec.ContinueOnError&etype != 0 {
 		j.res.TotalErr++
 		if j.res.TotalErr == 1 {
 			j.res.FirstError = errno
 		}
-		return true
+		if errno == int(syscall.EIO) || errno == int(syscall.EILSEQ) {
+			return true
+		}
 	}
 	j.res.ErrorLog = append(j.res.ErrorLog, fmt.Sprintf("fio: io_u error on file %s: %s: %s offset=%d, buflen=%d",
 		file, Strerror(errno), ddir, off, buflen))

@@ -154,8 +154,9 @@ type JobResult struct {
 	ErrorLog []string
 	// ContinueOnError is the job's continue_on_error (not none): its
 	// errors line (TotalErr, FirstError) is reported, as fio reports it.
-	// TotalErr counts the IO errors the job went on after; FirstError is
-	// the first one's errno.
+	// TotalErr counts the IO errors of the types continue_on_error covers
+	// (those the job went on after, and a fatal one it stopped at: fio's
+	// update_error_count); FirstError is the first one's errno.
 	ContinueOnError bool
 	TotalErr        uint64
 	FirstError      int
@@ -165,6 +166,18 @@ type JobResult struct {
 	Integrity IntegrityStats
 	// CPU is the job thread's CPU usage (fio's "cpu" line).
 	CPU CPUUsage
+}
+
+// ReportedError is the error fio's reports show for the job
+// (__show_run_stats: ts->error): the error it stopped with, or, for a job
+// that went on past errors with continue_on_error, the first of them, so
+// such a job shows err=5 although it ran to its end (and fio's exit
+// status, from the job's own error, stays 0).
+func (j *JobResult) ReportedError() (errno int, msg string) {
+	if j.Error == 0 && j.ContinueOnError && j.FirstError != 0 {
+		return j.FirstError, ioVerror(j.FirstError)
+	}
+	return j.Error, j.ErrorMsg
 }
 
 // CPUUsage is what fio reads from getrusage for a job's thread: CPU time in

@@ -1610,12 +1610,10 @@ func groupResults(jobs []*job) []GroupResult {
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg
 			}
-			// fio's sum_thread_stats: the errors gone on after add up,
-			// the first error is the first job's that had one.
+			// fio's __show_run_stats: the counted errors add up, and
+			// first_error is each job's in turn, so the last job's.
 			merged.TotalErr += o.TotalErr
-			if merged.FirstError == 0 {
-				merged.FirstError = o.FirstError
-			}
+			merged.FirstError = o.FirstError
 			merged.ErrorLog = append(merged.ErrorLog, o.ErrorLog...)
 		}
 		gr.Jobs = []JobResult{merged}
