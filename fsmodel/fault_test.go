@@ -229,3 +229,35 @@ func TestFailedReadSetsPrevPos(t *testing.T) {
 	require.Positive(t, at, "the cached pages were copied first")
 	assert.Equal(t, at, h.ra.PrevPos)
 }
+
+// Open counts the space buffered writes have been promised: a file that
+// would not fit beside them is refused with ErrNoSpace; and once the
+// log-structured allocator has written, a preallocated file (whose extent
+// the log would run over) is refused.
+func TestOpenRespectsReservationsAndLog(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1<<16)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	capacity := s.dev.Capacity()
+	s.e.Go("w", func(tk *sim.Task) {
+		// under the background threshold: reserved, not written back
+		require.NoError(t, f.BufferedWrite(tk, 0, 16<<20, oldStamp))
+	})
+	require.NoError(t, s.e.Run(sim.Time(100*time.Millisecond)))
+	require.Zero(t, s.fs.Writeback().Stats().TotalWritten())
+	_, err = s.fs.Open("big", capacity-8<<20)
+	assert.ErrorIs(t, err, ErrNoSpace)
+	_, err = s.fs.Open("fits", capacity-16<<20)
+	assert.NoError(t, err)
+
+	l := newBufStack(t, AllocLog, false, 0, 1<<16)
+	g, err := l.fs.Create("a")
+	require.NoError(t, err)
+	l.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, g.BufferedWrite(tk, 0, 1<<20, oldStamp))
+		require.NoError(t, g.Fsync(tk))
+	})
+	require.NoError(t, l.e.Run(-1))
+	_, err = l.fs.Open("late", 1<<20)
+	assert.ErrorIs(t, err, syscall.EINVAL)
+}

@@ -140,7 +140,10 @@ type File struct {
 
 // Open returns the file called name, creating it preallocated with size
 // bytes (rounded up to the block size) in one extent if it does not exist.
-// Opening an existing file with a larger size fails with ErrExists.
+// Opening an existing file with a larger size fails with ErrExists; a new
+// one that does not fit beside the space already allocated or promised to
+// buffered writes fails with ErrNoSpace, and one created once an AllocLog
+// filesystem has allocated from its log fails with EINVAL.
 func (fs *FS) Open(name string, size int64) (*File, error) {
 	if f, ok := fs.files[name]; ok {
 		if size > f.inode.size {
@@ -154,6 +157,16 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 	alloc := (size + BlockSize - 1) / BlockSize * BlockSize
 	if fs.next+alloc > fs.q.Device().Capacity() {
 		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, fs.q.Device().Capacity()-fs.next)
+	}
+	if free := fs.q.Device().Capacity()/BlockSize - fs.allocated - fs.reserved; alloc/BlockSize > free {
+		// Buffered writes hold reservations the bump pointer has not
+		// reached yet.
+		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, free*BlockSize)
+	}
+	if fs.buf != nil && fs.buf.logNext != 0 {
+		// f2fs's log runs on from the bump pointer: an extent placed
+		// there now would be written over.
+		return nil, fmt.Errorf("fsmodel: %q: preallocating a file once the log-structured allocator has started is not modelled: %w", name, syscall.EINVAL)
 	}
 	f := &File{fs: fs, name: name, inode: &Inode{
 		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
