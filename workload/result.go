@@ -285,7 +285,8 @@ type Result struct {
 	// buffered IO (nil otherwise, or if the caller did not fill it).
 	Writeback *WritebackResult
 	// GlobalOptions are the run's [global] and command-line options
-	// (JobSpec.GlobalOptions of its first job): fio's JSON "global
+	// (JobSpec.GlobalOptions of its last job, which has them all but those
+	// of a [global] section after every job): fio's JSON "global
 	// options".
 	GlobalOptions []OptionValue
 }

@@ -293,7 +293,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	if err := runEngine(e, stallLimit(fsys)); err != nil {
 		return nil, err
 	}
-	res := &Result{GlobalOptions: specs[0].GlobalOptions}
+	res := &Result{GlobalOptions: specs[len(specs)-1].GlobalOptions} // the most: [global] sections between jobs add up
 	var ios uint64
 	for _, j := range r.jobs {
 		ios += j.res.Read.IOs + j.res.Write.IOs
