@@ -115,10 +115,13 @@ func TestContinueOnErrorOption(t *testing.T) {
 		"io": ErrorTypeRead | ErrorTypeWrite, "verify": ErrorTypeVerify, "all": ErrorTypeAny, "1": ErrorTypeAny} {
 		assert.Equal(t, want, parseString(t, "[j]\ncontinue_on_error="+v+"\n")[0].ContinueOnError, v)
 	}
-	_, err := ParseWith("t.fio", strings.NewReader("[j]\ncontinue_on_error=sometimes\n"), ParseOptions{})
-	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrBadValue)
-	assert.Contains(t, err.Error(), "t.fio:2")
+	// Words are matched exactly, as fio's strncmp does.
+	for _, bad := range []string{"sometimes", "Write", "ALL"} {
+		_, err := ParseWith("t.fio", strings.NewReader("[j]\ncontinue_on_error="+bad+"\n"), ParseOptions{})
+		require.Error(t, err, bad)
+		assert.ErrorIs(t, err, ErrBadValue)
+		assert.Contains(t, err.Error(), "t.fio:2")
+	}
 }
 
 // TestFaultsDeterministic: the same seed gives the same faults, so the

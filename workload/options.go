@@ -448,7 +448,7 @@ var optionTable = []option{
 	// continue_on_error (fio options.c): none, read, write, io, verify,
 	// all, and 0 (none) and 1 (all) for compatibility.
 	{name: "continue_on_error", kind: kindRaw, expectText: "none, read, write, io, verify, all, 0 or 1", set: func(js *JobSpec, v optionValue) error {
-		switch strings.ToLower(v.Raw) {
+		switch v.Raw { // fio matches the words exactly (strncmp)
 		case "none", "0":
 			js.ContinueOnError = 0
 		case "read":
