@@ -56,6 +56,20 @@ func newFaultStack(t *testing.T) *faultStack {
 	return s
 }
 
+// written creates file "a", writes its first size bytes with oldStamp,
+// fsyncs it and drops it from the page cache.
+func (s *faultStack) written(t *testing.T, size int64) *File {
+	t.Helper()
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	s.do(t, func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, size, oldStamp))
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.Positive(t, f.Invalidate())
+	return f
+}
+
 // do runs fn as a task to the end of the simulation.
 func (s *faultStack) do(t *testing.T, fn func(tk *sim.Task)) {
 	t.Helper()
@@ -158,13 +172,7 @@ func TestBufferedReadError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newFaultStack(t)
-			f, err := s.fs.Create("a")
-			require.NoError(t, err)
-			s.do(t, func(tk *sim.Task) {
-				require.NoError(t, f.BufferedWrite(tk, 0, 256<<10, oldStamp))
-				require.NoError(t, f.Fsync(tk))
-			})
-			require.Positive(t, f.Invalidate())
+			f := s.written(t, 256<<10)
 			s.failReads = tt.failReads
 			var data []blockdev.StampRun
 			var rerr error
@@ -210,13 +218,7 @@ func TestErrSeq(t *testing.T) {
 // error), so the next read from there counts as sequential.
 func TestFailedReadSetsPrevPos(t *testing.T) {
 	s := newFaultStack(t)
-	f, err := s.fs.Create("a")
-	require.NoError(t, err)
-	s.do(t, func(tk *sim.Task) {
-		require.NoError(t, f.BufferedWrite(tk, 0, 1<<20, oldStamp))
-		require.NoError(t, f.Fsync(tk))
-	})
-	require.Positive(t, f.Invalidate())
+	f := s.written(t, 1<<20)
 	h := f.OpenHandle()
 	s.do(t, func(tk *sim.Task) { require.NoError(t, h.BufferedRead(tk, 0, 16<<10, nil)) })
 	s.failReads = -1
