@@ -140,19 +140,12 @@ func TestThrottleBlocksAtLimitUntilWritebackProgresses(t *testing.T) {
 func TestThrottleSmallMemoryKeepsDeviceBusy(t *testing.T) {
 	h := writeback.NewHarness(t, writeback.HarnessOptions{AvailablePages: 4096, PageIOTime: 100 * us, IOLatency: -1})
 	f := h.File("f")
-	const pages = 8192
-	var done time.Duration
-	h.Go("w", 0, func(tk *sim.Task) {
-		for p := int64(0); p < pages; p += 32 {
-			h.Write(tk, f, p, 32)
-		}
-		done = time.Duration(tk.Now())
-	})
+	done := writeInChunks(h, f, 8192)
 	h.RunUntil(10 * s)
-	require.Positive(t, done)
+	require.Positive(t, *done)
 	assert.Positive(t, h.Stats().Pauses)
 	assert.LessOrEqual(t, h.Stats().PauseMax, 40*ms)
-	assert.Less(t, done, 1100*ms, "the writer kept pace with the device")
+	assert.Less(t, *done, 1100*ms, "the writer kept pace with the device")
 }
 
 // The bandwidth estimate follows the device (10 us a page: 100000 pages/s)
@@ -161,7 +154,16 @@ func TestThrottleSmallMemoryKeepsDeviceBusy(t *testing.T) {
 func TestBandwidthEstimate(t *testing.T) {
 	h := throttleHarness(t, writeback.HarnessOptions{PageIOTime: 10 * us, IOLatency: -1, CopyCost: -1, PageCost: -1})
 	f := h.File("f")
-	const pages = 1_000_000
+	done := writeInChunks(h, f, 1_000_000)
+	h.RunUntil(20 * s)
+	assert.InEpsilon(t, 100000, h.Writeback().Bandwidth(), 0.05)
+	assert.InDelta(t, float64(10*s), float64(*done), float64(100*ms), "paced at the device's rate")
+	assert.Positive(t, h.Stats().Pauses)
+}
+
+// writeInChunks starts a task writing pages pages of f, 32 per write()
+// call, and returns where it records when it finished.
+func writeInChunks(h *writeback.Harness, f *writeback.FakeFile, pages int64) *time.Duration {
 	var done time.Duration
 	h.Go("w", 0, func(tk *sim.Task) {
 		for p := int64(0); p < pages; p += 32 {
@@ -169,8 +171,5 @@ func TestBandwidthEstimate(t *testing.T) {
 		}
 		done = time.Duration(tk.Now())
 	})
-	h.RunUntil(20 * s)
-	assert.InEpsilon(t, 100000, h.Writeback().Bandwidth(), 0.05)
-	assert.InDelta(t, float64(10*s), float64(done), float64(100*ms), "paced at the device's rate")
-	assert.Positive(t, h.Stats().Pauses)
+	return &done
 }
