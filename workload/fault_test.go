@@ -4,27 +4,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/blksim/blksim/stack"
 )
 
 // runFaulty runs src on the default stack with the fault.* keys kvs.
 func runFaulty(t *testing.T, src string, kvs ...string) []JobResult {
 	t.Helper()
-	c := stack.Default()
-	for _, kv := range kvs {
-		require.NoError(t, c.SetArg(kv))
-	}
-	st, err := stack.Build(c, 1)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	res, err := Run(st.Engine, st.FS, parseString(t, src), RunOptions{AppPerIO: time.Microsecond})
-	require.NoError(t, err)
-	return allJobs(res)
+	return allJobs(runOn(t, newStackWith(t, 1, kvs...), src))
 }
 
 // TestDirectIOErrorFailsJob: a direct IO whose request the device fails
