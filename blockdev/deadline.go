@@ -69,12 +69,63 @@ func (d *deadline) pos(dir Op, sector int64) int {
 	return i
 }
 
-// insert queues r with its FIFO deadline.
+// insert queues r with its FIFO deadline, unless it joins the back of a
+// queued request (dd_insert_request's blk_mq_sched_try_insert_merge). A
+// mergeable request queued while no merge candidate is cached becomes
+// the one-hit candidate (q->last_merge), as in dd_insert_request.
 func (d *deadline) insert(q *Queue, r *Request) {
 	r.deadline = q.e.Now() + sim.Time(d.expire[r.Op])
+	if d.insertMerge(q, r) {
+		return
+	}
 	i := d.pos(r.Op, r.Sector)
 	d.sorted[r.Op] = slices.Insert(d.sorted[r.Op], i, r)
 	d.fifo[r.Op] = append(d.fifo[r.Op], r)
+	if q.lastMrg == nil && !r.noMerge {
+		q.lastMrg = r
+	}
+}
+
+// insertMerge is elv_attempt_insert_merge: r, about to be queued, is
+// appended to the one-hit candidate if it continues it; with nomerges=0,
+// else to the queued request that ends where r starts, and the grown
+// request to the one that ends where it starts, and so on (kernels
+// before 5.14 repeat the lookup). nomerges=2 tries none. It reports
+// whether r was merged (and freed).
+func (d *deadline) insertMerge(q *Queue, r *Request) bool {
+	if q.opt.NoMerges == 2 || r.noMerge {
+		return false
+	}
+	if m := q.lastMrg; m != nil && d.queued(m) && d.mergeRequests(q, m, r) {
+		return true
+	}
+	if q.opt.NoMerges == 1 {
+		return false
+	}
+	merged := false
+	for {
+		prev := d.endingAt(r.Op, r.Sector)
+		if prev == nil || !d.mergeRequests(q, prev, r) {
+			return merged
+		}
+		merged, r = true, prev
+	}
+}
+
+// queued reports whether r is held by the scheduler (not issued, not
+// in a plug).
+func (d *deadline) queued(r *Request) bool {
+	return r.Tag < 0 && slices.Contains(d.sorted[r.Op], r)
+}
+
+// endingAt returns the queued request of direction op that ends at
+// sector (the elevator hash lookup), or nil.
+func (d *deadline) endingAt(op Op, sector int64) *Request {
+	s := d.sorted[op]
+	if i := d.pos(op, sector); i > 0 && s[i-1].Sector+s[i-1].Bytes/SectorSize == sector {
+		return s[i-1]
+	}
+	return nil
 }
 
 // remove takes r out of both lists.
@@ -101,26 +152,33 @@ func (d *deadline) after(r *Request) *Request {
 	return nil
 }
 
-// bioMerge tries a back merge into the request ending where b starts and
-// a front merge into the one starting where b ends (elv_merge), then lets
-// the grown request absorb its neighbour (attempt_back/front_merge).
+// bioMerge is elv_merge and blk_mq_sched_try_merge: with nomerges=1 only
+// the one-hit candidate (q->last_merge) is tried, at its back or front;
+// otherwise a back merge into the request ending where b starts, then a
+// front merge into the one starting where b ends. Either way the grown
+// request then absorbs its neighbour if they touch (attempt_back_merge,
+// attempt_front_merge, which nomerges=1 does not prevent), and becomes
+// the one-hit candidate (elv_merged_request).
 func (d *deadline) bioMerge(q *Queue, b *Bio) bool {
 	s := d.sorted[b.Op]
 	if q.opt.NoMerges == 1 {
 		r := q.lastMrg
-		if r == nil || r.Tag >= 0 || slices.Index(s, r) < 0 {
+		if r == nil || !d.queued(r) || !q.tryMerge(r, b, d.front) {
 			return false
 		}
-		return q.tryMerge(r, b, d.front)
+		if r.Sector == b.Sector && r.Bios[0] == b {
+			d.frontMerged(q, r)
+		} else {
+			d.backMerged(q, r)
+		}
+		return true
 	}
 	// back merge: the request whose end is b.Sector (sorted by start, so
 	// look at the last request starting before b).
 	if i := d.pos(b.Op, b.Sector); i > 0 {
 		r := s[i-1]
 		if q.tryMerge(r, b, false) {
-			if next := d.after(r); next != nil {
-				d.mergeRequests(q, r, next)
-			}
+			d.backMerged(q, r)
 			return true
 		}
 	}
@@ -129,17 +187,32 @@ func (d *deadline) bioMerge(q *Queue, b *Bio) bool {
 		if i := d.pos(b.Op, end); i < len(s) && s[i].Sector == end {
 			r := s[i]
 			if q.canMerge(r, b) && q.tryMerge(r, b, true) {
-				// r moved to b.Sector: keep the sorted order, then try
-				// to join the request before it.
-				d.resort(r)
-				if i := slices.Index(d.sorted[r.Op], r); i > 0 {
-					d.mergeRequests(q, d.sorted[r.Op][i-1], r)
-				}
+				d.frontMerged(q, r)
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// backMerged lets r, grown at its back by a bio, absorb the request
+// after it (attempt_back_merge) and caches it as the one-hit candidate.
+func (d *deadline) backMerged(q *Queue, r *Request) {
+	q.lastMrg = r
+	if next := d.after(r); next != nil {
+		d.mergeRequests(q, r, next)
+	}
+}
+
+// frontMerged restores r's place in the sorted list after a bio joined
+// its front, lets the request before it absorb it (attempt_front_merge)
+// and caches the survivor as the one-hit candidate.
+func (d *deadline) frontMerged(q *Queue, r *Request) {
+	d.resort(r)
+	q.lastMrg = r
+	if i := slices.Index(d.sorted[r.Op], r); i > 0 {
+		d.mergeRequests(q, d.sorted[r.Op][i-1], r)
+	}
 }
 
 // resort restores r's place in the sorted list after its start moved.
@@ -155,21 +228,24 @@ func (d *deadline) resort(r *Request) {
 }
 
 // mergeRequests joins next into r when they are contiguous and fit the
-// limits (the kernel's request-to-request merge); next is freed and r
-// keeps the earlier FIFO deadline.
-func (d *deadline) mergeRequests(q *Queue, r, next *Request) {
-	if r.Op != next.Op || r.noMerge || next.noMerge || r.Sector+r.Bytes/SectorSize != next.Sector ||
-		r.Bytes+next.Bytes > q.maxReq || r.segs+next.segs > q.maxSeg || q.opt.NoMerges != 0 {
-		return
+// limits (the kernel's request-to-request merge, attempt_merge); next,
+// queued or about to be, is freed, r keeps the earlier FIFO deadline and
+// becomes the one-hit candidate (elv_merge_requests). It reports whether
+// they merged.
+func (d *deadline) mergeRequests(q *Queue, r, next *Request) bool {
+	if r == next || r.Op != next.Op || r.noMerge || next.noMerge || r.Sector+r.Bytes/SectorSize != next.Sector ||
+		r.Bytes+next.Bytes > q.maxReq || r.segs+next.segs > q.maxSeg {
+		return false
 	}
 	r.Bios = append(r.Bios, next.Bios...)
 	r.Bytes += next.Bytes
 	r.segs += next.segs
-	if next.deadline < r.deadline {
-		// take next's place in the FIFO, as dd_merged_requests does
+	f := d.fifo[r.Op]
+	if ni := slices.Index(f, next); ni >= 0 && next.deadline < r.deadline {
+		// take next's place in the FIFO, as dd_merged_requests does (a
+		// request being inserted is in no FIFO yet)
 		r.deadline = next.deadline
-		f := d.fifo[r.Op]
-		ri, ni := slices.Index(f, r), slices.Index(f, next)
+		ri := slices.Index(f, r)
 		f[ni] = r
 		f = slices.Delete(f, ri, ri+1)
 		d.fifo[r.Op] = f
@@ -182,14 +258,13 @@ func (d *deadline) mergeRequests(q *Queue, r, next *Request) {
 	} else {
 		d.remove(next)
 	}
-	if q.lastMrg == next {
-		q.lastMrg = r
-	}
+	q.lastMrg = r
 	q.stats.Merges[r.Op]++
 	q.stats.InFlight--
 	clear(next.Bios)
 	next.Bios = next.Bios[:0]
 	q.freeRequest(next)
+	return true
 }
 
 // dispatch picks the next request to issue, or nil if none is queued.

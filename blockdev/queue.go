@@ -71,8 +71,11 @@ type QueueOptions struct {
 	// (defaults: the device's, else 128 and 64 KiB).
 	MaxSegments    int
 	MaxSegmentSize int
-	// NoMerges is sysfs nomerges: 0 all merges, 1 only the one-hit merge
-	// with the most recent candidate, 2 none.
+	// NoMerges is sysfs nomerges: 0 all merges, 1 the scheduler tries
+	// only its one-hit candidate (the request it last merged into, or
+	// the first queued while none was cached), 2 none. Plug merges and
+	// merges into the software queue are the same with 0 and 1, as in
+	// the kernel.
 	NoMerges int
 	// Scheduler is SchedNone (default), SchedMQDeadline or SchedCFQ.
 	Scheduler string
@@ -107,7 +110,7 @@ type Queue struct {
 	hwqs     []hwQueue
 	inFlight int       // requests holding a tag
 	sched    scheduler // nil: none
-	lastMrg  *Request  // one-hit merge candidate (nomerges=1)
+	lastMrg  *Request  // the scheduler's one-hit merge candidate (q->last_merge)
 
 	free     []*Request
 	freeBios []*Bio
@@ -446,16 +449,16 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 
 func (q *Queue) hwqOf(iss Issuer) int { return iss.CPU % len(q.hwqs) }
 
-// mergeInto tries to merge b into one of reqs, newest first (only the
-// newest with nomerges=1, and at most eight for the software queue, as
-// blk_bio_list_merge checks). It reports whether b was merged.
+// mergeInto tries to merge b into one of reqs, newest first (at most
+// eight for the software queue, as blk_bio_list_merge checks). It
+// reports whether b was merged. nomerges=1 does not narrow it: the
+// kernel's plug and software-queue merges test only nomerges=2
+// (blk_queue_nomerges); nomerges=1 (QUEUE_FLAG_NOXMERGES) limits the
+// elevator's lookups alone.
 func (q *Queue) mergeInto(reqs []*Request, b *Bio, plugged bool) bool {
 	limit := 8
 	if plugged {
 		limit = len(reqs)
-	}
-	if q.opt.NoMerges == 1 {
-		limit = 1
 	}
 	for i := len(reqs) - 1; i >= 0 && limit > 0; i-- {
 		limit--
@@ -498,9 +501,11 @@ func (q *Queue) tryMerge(r *Request, b *Bio, front bool) bool {
 	return false
 }
 
+// merged counts and traces b's merge into r. It does not make r the
+// one-hit candidate: only the scheduler's merges do (elv_merged_request),
+// not plug or software-queue merges.
 func (q *Queue) merged(r *Request, b *Bio, a TraceAction) {
 	q.stats.Merges[b.Op]++
-	q.lastMrg = r
 	q.traceBio(a, b, 0)
 }
 

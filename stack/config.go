@@ -72,7 +72,7 @@ var keyDefs = []keyDef{
 	{"queue.nr_requests", kInt, "0", "requests in flight per hardware queue (0: the device's queue depth)", nil},
 	{"queue.max_segments", kInt, "0", "scatter-gather segments per request (0: the device's, else 128)", nil},
 	{"queue.max_segment_size", kInt, "0", "largest segment in bytes (0: 65536); segments are single 4 KiB pages here (DIO and page-cache pages are not physically contiguous), so only a value below 4096 (rejected) could bind", nil},
-	{"queue.nomerges", kInt, "0", "0: all merges, 1: one-hit merges only, 2: no merges (sysfs nomerges)", nil},
+	{"queue.nomerges", kInt, "0", "0: all merges, 1: the elevator tries only its one-hit candidate (plug merges are unchanged), 2: no merges (sysfs nomerges)", nil},
 	{"queue.scheduler", kString, "none", "IO scheduler (cfq: the legacy single-queue CFQ of kernels up to 4.20)", []string{"none", "mq-deadline", "cfq"}},
 	{"queue.quantum", kInt, "8", "cfq: requests in flight from the served queue", nil},
 	{"queue.slice_sync", kDuration, "100ms", "cfq: time slice of a process's sync queue", nil},
