@@ -69,7 +69,11 @@ func Summarize(r *workload.Result) Summary {
 				}
 				bytes[i] += d.Bytes
 				ios[i] += d.IOs
-				runtime[i] = max(runtime[i], j.Runtime)
+				rt := d.Runtime // the direction's (fio's ts.runtime[ddir])
+				if rt <= 0 {
+					rt = j.Runtime
+				}
+				runtime[i] = max(runtime[i], rt)
 				if n := d.Lat.Count(); n > 0 {
 					latSum[i] += d.Lat.Mean() * float64(n)
 					latN[i] += n

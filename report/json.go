@@ -132,7 +132,7 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	sync.add("total_ios", j.Sync.IOs)
 	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
 	o.add("sync", sync)
-	o.add("job_runtime", runtimeMsec(j))
+	o.add("job_runtime", jobRuntimeMsec(j))
 	usr, sys := j.CPU.Percent()
 	o.add("usr_cpu", usr)
 	o.add("sys_cpu", sys)

@@ -156,7 +156,7 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 
 	j0 := out.Jobs[0]
 	src := &r.Groups[0].Jobs[0]
-	if j0.Jobname != "randread" || j0.GroupID != 0 || j0.Error != 0 || j0.JobRuntime != 2501 { // 2500.12 ms rounded up, as fio's update_runtime
+	if j0.Jobname != "randread" || j0.GroupID != 0 || j0.Error != 0 || j0.JobRuntime != 2500 || j0.Read.Runtime != 2501 { // 2500.12 ms: cut (total_run_time), rounded up (update_runtime)
 		t.Errorf("job 0 header: %+v", j0)
 	}
 	if want := map[string]string{"rw": "randread", "bs": "4k"}; !mapsEqual(j0.Options, want) {

@@ -96,17 +96,40 @@ func directions(j *workload.JobResult) [2]direction {
 // update_runtime: (elapsed_us + 999) / 1000), so a run of any length
 // under a millisecond counts as 1.
 func runtimeMsec(j *workload.JobResult) uint64 {
-	if j.Runtime <= 0 {
-		return 0
-	}
-	return uint64((j.Runtime/1e3 + 999) / 1e3)
+	return nsToMsec(j.Runtime)
 }
 
-// dirRuntimeMsec is fio's per-direction runtime: the job's runtime if the
-// job moved bytes in that direction, else 0 (no line for the direction).
+// jobRuntimeMsec is fio's total_run_time (JSON job_runtime): the job's
+// runtime in whole milliseconds, cut, not rounded up (backend.c:
+// mtime_since_now(&td->epoch)), summed over the jobs of a group_reporting
+// result (stat.c sum_thread_stats), which CPUUsage.Runtime holds.
+func jobRuntimeMsec(j *workload.JobResult) uint64 {
+	ns := j.CPU.Runtime
+	if ns <= 0 {
+		ns = j.Runtime
+	}
+	return uint64(max(ns, 0) / 1e6)
+}
+
+// nsToMsec is a runtime in ns as fio keeps it: whole us, rounded up to
+// msec.
+func nsToMsec(ns int64) uint64 {
+	if ns <= 0 {
+		return 0
+	}
+	return uint64((ns/1e3 + 999) / 1e3)
+}
+
+// dirRuntimeMsec is fio's per-direction runtime (ts.runtime[ddir]): the
+// direction's runtime (DirStats.Runtime, or the job's if that is not set)
+// if the job moved bytes in that direction, else 0 (no line for the
+// direction).
 func dirRuntimeMsec(j *workload.JobResult, d *workload.DirStats) uint64 {
 	if d.Bytes == 0 {
 		return 0
+	}
+	if d.Runtime > 0 {
+		return nsToMsec(d.Runtime)
 	}
 	return runtimeMsec(j)
 }

@@ -160,11 +160,7 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
 		}
 		j.loops(t, a.phase)
 		j.endFsync(t)
-		j.failVerify()
-		t.Flush()
-		if t.Now() > j.statsFrom {
-			j.res.Runtime = int64(t.Now() - j.statsFrom)
-		}
+		j.setRuntime(t)
 	}
 	j.end(t)
 }

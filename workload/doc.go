@@ -58,7 +58,12 @@
 // loop for its engine, loops times (or until its runtime, for time_based):
 // an IO phase until size, io_size or number_ios is done, then, for a job
 // with verify, a verify phase that reads back what it wrote and checks it
-// (data are blksim's stamps, so the check is exact). As in fio, a loop
+// (data are blksim's stamps, so the check is exact). As in fio 3.33, the
+// first bad block is the job's error (EILSEQ) and ends it, the read
+// counted, unless continue_on_error covers verify errors: each is then
+// counted (total_err) and the job goes on, unless verify_fatal. The IO
+// phases count for the runtime of the directions rw= names, the verify
+// phases for the read runtime (fio's update_runtime). As in fio, a loop
 // also ends, short of its size, when the job's file is used up (the next
 // sequential IO, after any rw=MODE:N hole, does not fit, or the random map
 // is exhausted); a time_based job with one file starts it over instead.

@@ -458,14 +458,49 @@ func TestRunVerify(t *testing.T) {
 		assert.Contains(t, jobs[0].ErrorMsg, "holds write")
 		assert.Contains(t, jobs[0].ErrorMsg, "of job 1")
 	})
-	t.Run("verify_fatal stops at the first bad block", func(t *testing.T) {
+	t.Run("a bad block stops the job unless continue_on_error=verify", func(t *testing.T) {
+		// fio 3.33 (io_completed): verify_io_u's EILSEQ is the job's
+		// error at once, so the job stops at its first bad block, that
+		// read counted; continue_on_error=verify counts every bad block
+		// (total_err) and goes on, without failing the job; verify_fatal
+		// still stops it there.
 		src := "[a]\nrw=write\nbs=4k\nsize=256k\nverify=crc32c\nfilename=f\ndirect=1\n" +
 			"[b]\nrw=write\nbs=4k\nsize=256k\nfilename=f\ndirect=1\nrate_iops=20000\n"
-		all, _, _ := runSrc(t, src)
-		fatal, _, _ := runSrc(t, strings.Replace(src, "verify=crc32c\n", "verify=crc32c\nverify_fatal=1\n", 1))
-		require.Equal(t, int(syscall.EILSEQ), fatal[0].Error)
-		assert.Less(t, fatal[0].Read.IOs, all[0].Read.IOs)
-		assert.Contains(t, all[0].ErrorMsg, "more bad blocks")
+		for _, engine := range []string{"psync", "libaio"} {
+			esrc := strings.ReplaceAll(src, "direct=1\n", "direct=1\nioengine="+engine+"\n")
+			stop, _, _ := runSrc(t, esrc)
+			require.Equal(t, int(syscall.EILSEQ), stop[0].Error, engine)
+			assert.Equal(t, uint64(1), stop[0].Read.IOs, "%s: the first block is bad: one read", engine)
+			assert.NotContains(t, stop[0].ErrorMsg, "more bad blocks", engine)
+
+			cont, _, _ := runSrc(t, strings.Replace(esrc, "verify=crc32c\n", "verify=crc32c\ncontinue_on_error=verify\n", 1))
+			assert.Zero(t, cont[0].Error, engine)
+			assert.Equal(t, uint64(64), cont[0].Read.IOs, "%s: every block read back", engine)
+			assert.Greater(t, cont[0].TotalErr, uint64(1), engine)
+			assert.Equal(t, int(syscall.EILSEQ), cont[0].FirstError, engine)
+
+			fatal, _, _ := runSrc(t, strings.Replace(esrc, "verify=crc32c\n", "verify=crc32c\ncontinue_on_error=verify\nverify_fatal=1\n", 1))
+			assert.Equal(t, uint64(1), fatal[0].TotalErr, engine)
+			assert.Less(t, fatal[0].Read.IOs, uint64(64), engine)
+		}
+	})
+	t.Run("each direction's runtime", func(t *testing.T) {
+		// fio's update_runtime (backend.c thread_main): an IO phase counts
+		// for the directions of rw=, a verify phase for reads.
+		jobs, _, _ := runSrc(t, "[w]\nrw=randwrite\nbs=4k\nsize=1m\nverify=crc32c\ndirect=1\n"+
+			"[m]\nrw=randrw\nbs=4k\nsize=1m\nverify=crc32c\ndirect=1\nfilename=m\nstonewall\n"+
+			"[b]\nrw=randwrite\nbs=4k\nsize=1m\nverify=crc32c\nverify_backlog=16\ndirect=1\nfilename=b\nstonewall\n")
+		ok(t, jobs)
+		w, m, b := jobs[0], jobs[1], jobs[2]
+		assert.Positive(t, w.Read.Runtime)
+		assert.Positive(t, w.Write.Runtime)
+		assert.Less(t, w.Write.Runtime, w.Runtime)
+		assert.InDelta(t, float64(w.Runtime), float64(w.Read.Runtime+w.Write.Runtime), float64(time.Microsecond))
+		assert.Equal(t, m.Runtime, m.Read.Runtime, "randrw: reads in both phases")
+		assert.Less(t, m.Write.Runtime, m.Runtime)
+		assert.InDelta(t, float64(b.Runtime), float64(b.Read.Runtime+b.Write.Runtime), float64(time.Microsecond),
+			"backlog reads are in the write phase")
+		assert.Less(t, b.Read.Runtime, b.Runtime/4, "reads count only the last verify phase")
 	})
 	t.Run("readers check the writes of verifying writers", func(t *testing.T) {
 		src := "[global]\nbs=4k\nsize=1m\nfilename=f\ndirect=1\n" +

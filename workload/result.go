@@ -16,6 +16,16 @@ type DirStats struct {
 	IOs uint64
 	// Bytes is the number of bytes transferred (fio's io_bytes).
 	Bytes uint64
+	// Runtime is fio's runtime of the direction (ts.runtime[ddir]), in
+	// simulated ns: the job's runtime in the phases that count for it
+	// (backend.c update_runtime). An IO phase counts for the directions
+	// of the job's rw=, a verify phase for reads; so a write job with
+	// verify has a write runtime, its writes, and a read runtime, its
+	// verify phases (only the last phase's reads of verify_backlog),
+	// adding up to the job's. A group_reporting result has the longest of
+	// its jobs'. 0 in a result that does not set it stands for the job's
+	// Runtime.
+	Runtime int64
 	// Slat is the submission latency (zero samples for sync engines, as fio
 	// shows none for them).
 	Slat latency.Histogram
@@ -47,6 +57,7 @@ func (s *SyncStats) Merge(o *SyncStats) {
 func (d *DirStats) Merge(o *DirStats) {
 	d.IOs += o.IOs
 	d.Bytes += o.Bytes
+	d.Runtime = max(d.Runtime, o.Runtime)
 	d.Slat.Merge(&o.Slat)
 	d.Clat.Merge(&o.Clat)
 	d.Lat.Merge(&o.Lat)

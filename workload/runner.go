@@ -170,8 +170,11 @@ type job struct {
 
 	// Set when the job starts.
 	statsFrom, deadline sim.Time
-	started, ended      bool
-	terminate           bool
+	// verifyTime is the time the job's verify phases took after
+	// statsFrom (fio's read runtime of a write job).
+	verifyTime     sim.Time
+	started, ended bool
+	terminate      bool
 
 	// Per loop: bytes and IOs counted against the loop's limits.
 	bytes, ios int64
@@ -860,13 +863,32 @@ func (j *job) run(t *sim.Task) {
 		j.begin(start)
 		j.loops(t, j.syncPhase)
 		j.endFsync(t)
-		j.failVerify()
-		t.Flush()
-		if t.Now() > j.statsFrom {
-			j.res.Runtime = int64(t.Now() - j.statsFrom)
-		}
+		j.setRuntime(t)
 	}
 	j.end(t)
+}
+
+// setRuntime sets the job's runtimes when its IO is done: the whole
+// (fio's total_run_time) and each direction's (DirStats.Runtime: the IO
+// phases count for the directions of rw=, the verify phases for reads,
+// as fio's update_runtime counts them; verify_only's dry run, which
+// takes no time, has no write runtime).
+func (j *job) setRuntime(t *sim.Task) {
+	t.Flush()
+	if t.Now() <= j.statsFrom {
+		return
+	}
+	s := j.spec
+	total := int64(t.Now() - j.statsFrom)
+	io := total - int64(j.verifyTime)
+	j.res.Runtime = total
+	j.res.Read.Runtime = int64(j.verifyTime)
+	if s.RW.HasRead() {
+		j.res.Read.Runtime += io
+	}
+	if s.RW.HasWrite() && !(s.VerifyOnly && j.verify != nil) {
+		j.res.Write.Runtime = io
+	}
 }
 
 // invalidate drops the cached pages of a buffered job's files, as fio
@@ -931,10 +953,11 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 			continue
 		}
 		j.verify.startPhase()
+		from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
 		stop := phase(t)
 		j.verify.endPhase()
-		if stop == stopFailed || j.verify.failed() && s.VerifyFatal {
-			return
+		if to := t.Now() + sim.Time(t.Owed()); to > from {
+			j.verifyTime += to - from
 		}
 		if stop != stopDone {
 			return
@@ -1165,10 +1188,8 @@ func (j *job) completed(io ioReq, stamp blockdev.Stamp, data []blockdev.StampRun
 		return true
 	}
 	if io.check != checkNone {
-		v.check(io, data)
-		if v.failed() && j.spec.VerifyFatal {
-			j.failVerify()
-			return false
+		if msg := v.check(io, data); msg != "" {
+			return j.verifyFailed(msg)
 		}
 	}
 	return true

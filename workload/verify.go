@@ -62,9 +62,7 @@ type verifyState struct {
 	batch       int64
 	lastWasRead bool
 
-	failures int
-	first    string
-	want     []blockdev.StampRun
+	want []blockdev.StampRun
 }
 
 func newVerifyState(j *job) *verifyState {
@@ -175,13 +173,10 @@ func (v *verifyState) startPhase() {
 	v.inPhase = true
 }
 
-// endPhase ends the verify phase and fails the job if a block was bad.
+// endPhase ends the verify phase.
 func (v *verifyState) endPhase() {
 	v.inPhase = false
 	v.queue = nil
-	if v.failed() {
-		v.j.failVerify()
-	}
 }
 
 // nextRead returns the verify phase's next read, or false when it is done.
@@ -194,11 +189,9 @@ func (v *verifyState) nextRead() (ioReq, bool) {
 	return v.readOf(p), true
 }
 
-// failed reports whether a block failed its check.
-func (v *verifyState) failed() bool { return v.failures > 0 }
-
-// check checks what a read found.
-func (v *verifyState) check(io ioReq, data []blockdev.StampRun) {
+// check checks what a read found. It returns "" if the block is good,
+// else why it is bad.
+func (v *verifyState) check(io ioReq, data []blockdev.StampRun) string {
 	f := io.file
 	off := f.regionOff + io.off
 	var msg string
@@ -210,12 +203,9 @@ func (v *verifyState) check(io ioReq, data []blockdev.StampRun) {
 		msg = v.checkRegister(f, off, io.bs, data)
 	}
 	if msg == "" {
-		return
+		return ""
 	}
-	v.failures++
-	if v.first == "" {
-		v.first = fmt.Sprintf("verify: bad block at offset %d, length %d, of file %s: %s", off, io.bs, f.name, msg)
-	}
+	return fmt.Sprintf("verify: bad block at offset %d, length %d, of file %s: %s", off, io.bs, f.name, msg)
 }
 
 // checkRegister checks a block of file f against the run's register of
@@ -292,18 +282,26 @@ func compareRuns(want, got []blockdev.StampRun) string {
 	return ""
 }
 
-// failVerify ends the job with fio's verify error (EILSEQ).
-func (j *job) failVerify() {
-	v := j.verify
-	if v == nil || !v.failed() || j.res.Error != 0 {
-		return
+// verifyFailed handles a block that failed its check (msg says why), as
+// fio 3.33's io_completed handles verify_io_u's EILSEQ: unless
+// continue_on_error covers verify errors, it is the job's error at once
+// and the job stops at this block, the read counted; if it does, it is
+// counted (total_err, first_error) and the job goes on, unless
+// verify_fatal ends it there (fio_mark_td_terminate). It returns false
+// if the job must stop.
+func (j *job) verifyFailed(msg string) bool {
+	if j.spec.ContinueOnError&ErrorTypeVerify != 0 {
+		j.res.TotalErr++
+		if j.res.TotalErr == 1 {
+			j.res.FirstError = int(syscall.EILSEQ)
+		}
+		return !j.spec.VerifyFatal
 	}
-	msg := v.first
-	if v.failures > 1 {
-		msg += fmt.Sprintf(" (and %d more bad blocks)", v.failures-1)
+	if j.res.Error == 0 {
+		j.res.Error = int(syscall.EILSEQ)
+		j.res.ErrorMsg = msg
 	}
-	j.res.Error = int(syscall.EILSEQ)
-	j.res.ErrorMsg = msg
+	return false
 }
 
 // dryRun is fio's do_dry_run for verify_only: the job's writes are

@@ -17,6 +17,7 @@ type jsonJob struct {
 	JobRuntime int64  `json:"job_runtime"`
 	Read       struct {
 		TotalIOs uint64 `json:"total_ios"`
+		Runtime  int64  `json:"runtime"`
 	} `json:"read"`
 	Write struct {
 		TotalIOs uint64 `json:"total_ios"`
@@ -38,9 +39,11 @@ func TestRunCommandLineJob(t *testing.T) {
 	jobs := jsonJobs(t, r.stdout)
 	require.Len(t, jobs, 1)
 	assert.Equal(t, "cli", jobs[0].Jobname)
-	// 20 ms and the IO in flight at the deadline, rounded up to a whole
-	// millisecond as fio's update_runtime does (fio's familiar 60001msec).
-	assert.Equal(t, int64(21), jobs[0].JobRuntime)
+	// 20 ms and the IO in flight at the deadline: the read runtime rounded
+	// up to a whole millisecond as fio's update_runtime does (fio's
+	// familiar 60001msec), job_runtime cut as fio's mtime_since_now.
+	assert.Equal(t, int64(21), jobs[0].Read.Runtime)
+	assert.Equal(t, int64(20), jobs[0].JobRuntime)
 	assert.Positive(t, jobs[0].Read.TotalIOs)
 
 	// Global options before the first --name, several jobs, $ncpus from
@@ -69,14 +72,15 @@ func TestRunCommandLineOverrides(t *testing.T) {
 		r := runCLI(t, deterministic, args...)
 		require.Equal(t, exitOK, r.status, r.stderr)
 		for _, j := range jsonJobs(t, r.stdout) {
-			assert.Equal(t, int64(31), j.JobRuntime, j.Jobname) // rounded up past 30
+			// fio's total_run_time: whole ms, cut (the runtimes are 30.x ms).
+			assert.Equal(t, int64(30), j.JobRuntime, j.Jobname)
 		}
 	}
 	// The embedded default job takes overrides too.
 	r := runCLI(t, deterministic, "run", "--runtime=20ms", "--numjobs=2", "--output-format=json")
 	require.Equal(t, exitOK, r.status, r.stderr)
 	for _, j := range jsonJobs(t, r.stdout) {
-		assert.Equal(t, int64(21), j.JobRuntime)
+		assert.Equal(t, int64(40), j.JobRuntime, "group_reporting: the two jobs' 20.x ms summed")
 	}
 	// "--" ends the options.
 	r = runCLI(t, deterministic, "run", "--runtime=20ms", "--", job)
