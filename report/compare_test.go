@@ -20,7 +20,7 @@ func dirWith(n, bs uint64, latNs int64) workload.DirStats {
 		d.Clat.Record(latNs)
 		d.Lat.Record(latNs)
 	}
-	d.IOs, d.Bytes = n, n*bs
+	d.IOs, d.Issued, d.Bytes = n, n, n*bs
 	return d
 }
 

@@ -19,8 +19,8 @@ import (
 func TestDirectionRuntimes(t *testing.T) {
 	j := workload.JobResult{Name: "v", RW: "randwrite", BS: [2]int64{4096, 4096}, IOEngine: "psync",
 		IODepth: 1, Jobs: 1, Runtime: 30e6, CPU: workload.CPUUsage{Runtime: 30e6}}
-	j.Read.IOs, j.Read.Bytes, j.Read.Runtime = 256, 1<<20, 10e6
-	j.Write.IOs, j.Write.Bytes, j.Write.Runtime = 256, 1<<20, 20e6
+	j.Read.IOs, j.Read.Issued, j.Read.Bytes, j.Read.Runtime = 256, 256, 1<<20, 10e6
+	j.Write.IOs, j.Write.Issued, j.Write.Bytes, j.Write.Runtime = 256, 256, 1<<20, 20e6
 	res := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{j}}}}
 
 	var out bytes.Buffer

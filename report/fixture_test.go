@@ -74,7 +74,15 @@ func gen(d *workload.DirStats, n int, bs uint64, slat, clat func() int64) {
 		d.Lat.Record(s + c)
 	}
 	d.IOs += uint64(n)
+	d.Issued += uint64(n)
 	d.Bytes += uint64(n) * bs
+}
+
+// syncDepths fills a sync-engine job's queue-depth figures as a run does:
+// one unit in use, one call to submit and one to reap per IO.
+func syncDepths(j *workload.JobResult) {
+	n := j.Read.Issued + j.Write.Issued + j.Sync.Issued + j.Sync.IssuedDatasync
+	j.Depths = workload.IODepthDist{Level: [7]uint64{n}, Submit: [7]uint64{0, n}, Complete: [7]uint64{0, n}, Submits: n, Completes: n}
 }
 
 // sampleResult is a hand-built Result covering the report's cases: a sync
@@ -95,6 +103,7 @@ func sampleResult() *workload.Result {
 		BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Runtime: 2_500_123_456,
 		Options: []workload.OptionValue{{Name: "rw", Value: "randread"}, {Name: "bs", Value: "4k"}}}
 	gen(&a.Read, 20000, 4096, nil, expo(80_000, 40_000))
+	syncDepths(&a)
 	a.CPU = workload.CPUUsage{User: 13_100_000, Sys: 97_800_000, Ctx: 20_011, Runtime: a.Runtime}
 
 	b := workload.JobResult{Name: "mixed", JobID: 1, GroupID: 1, RW: "randrw",
@@ -103,6 +112,10 @@ func sampleResult() *workload.Result {
 			{Name: "ioengine", Value: "libaio"}, {Name: "iodepth", Value: "32"}, {Name: "new_group", Value: ""}}}
 	gen(&b.Read, 30000, 4096, expo(900, 1500), logn(2_500_000, 0.4))
 	gen(&b.Write, 12000, 16384, expo(1200, 2000), logn(3_000_000, 0.5))
+	// libaio at iodepth 32: most IOs submitted with the queue nearly full,
+	// reaped a few at a time.
+	b.Depths = workload.IODepthDist{Level: [7]uint64{1, 1, 2, 4, 8, 41984, 0},
+		Submit: [7]uint64{0, 42000}, Complete: [7]uint64{0, 9000, 1500, 40, 2}, Submits: 42000, Completes: 10542}
 	b.CPU = workload.CPUUsage{User: 60_000_000, Sys: 400_900_000, Ctx: 9_001, Runtime: b.Runtime}
 	c := b
 	c.JobID = 2
@@ -110,12 +123,16 @@ func sampleResult() *workload.Result {
 	c.Runtime = 3_100_000_000
 	gen(&c.Read, 29000, 4096, expo(900, 1500), logn(2_600_000, 0.4))
 	gen(&c.Write, 11000, 16384, expo(1200, 2000), logn(3_100_000, 0.5))
+	c.Depths = workload.IODepthDist{Level: [7]uint64{1, 1, 2, 4, 8, 39984, 0},
+		Submit: [7]uint64{0, 40000}, Complete: [7]uint64{0, 8800, 1400, 30}, Submits: 40000, Completes: 10230}
 	c.CPU = workload.CPUUsage{User: 58_000_000, Sys: 390_000_000, Ctx: 8_700, Runtime: c.Runtime}
 
 	d := workload.JobResult{Name: "fsync-writer", JobID: 3, GroupID: 2, RW: "write",
 		BS: [2]int64{1 << 20, 1 << 20}, IOEngine: "sync", IODepth: 1, Runtime: 60_000_999_999,
 		Error: 5, ErrorMsg: "file:io_u.c:1889, func=io_u error, error=Input/output error"}
 	gen(&d.Write, 700, 1<<20, nil, logn(40_000_000, 0.9))
+	d.Write.Issued++ // the write that failed
+	syncDepths(&d)
 	// group_reporting of 4 jobs: times and runtimes summed, as fio's.
 	d.CPU = workload.CPUUsage{User: 4_000_000, Sys: 1_234_000_000, Ctx: 2_810, Runtime: 4 * d.Runtime}
 
@@ -178,9 +195,10 @@ func fioJob(write bool, n, bs uint64, msec int64, clat *latency.Histogram) *work
 	if write {
 		d = &j.Write
 	}
-	d.IOs, d.Bytes = n, n*bs
+	d.IOs, d.Issued, d.Bytes = n, n, n*bs
 	if clat != nil {
 		d.Clat = *clat
 	}
+	syncDepths(&j)
 	return &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{j}}}}
 }

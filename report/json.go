@@ -32,18 +32,27 @@ import (
 // gave any: those options, as "global options" are written), then
 // "read", "write", "trim" and "sync", then "job_runtime" (msec). A direction
 // has "io_bytes", "io_kbytes", "bw_bytes", "bw" (KiB/s), "iops" (float),
-// "runtime" (msec), "total_ios", "short_ios" and "drop_ios" (0), and the
-// latency objects "slat_ns", "clat_ns" and "lat_ns" ("min", "max", "mean",
-// "stddev", "N"; clat_ns also has "percentile" with fio's default list and
-// keys such as "99.990000", when it has samples). Rates are computed as fio
-// does, with integer division by the runtime in msec; they are 0 for a
-// direction that moved no bytes or ran under 1 ms. "trim" is all zeros;
-// "sync" has "total_ios" and "lat_ns" of the job's fsync=N and
-// fdatasync=N calls (zero without them; "percentile" when it has samples
-// and clat percentiles are on). Then fio's CPU fields: "usr_cpu", "sys_cpu"
-// (percent of the runtime), "ctx", and "majf" and "minf" (0: page faults
-// are not modelled). fio's bw_*/iops_* sample figures,
-// IO depth and latency distributions are left out: blksim does not measure
+// "runtime" (msec), "total_ios" (IOs issued), "short_ios" (0, but for
+// reads the fdatasync=N calls, where fio 3.33 counts them) and "drop_ios"
+// (0), and the latency objects "slat_ns", "clat_ns" and "lat_ns" ("min",
+// "max", "mean", "stddev", "N"; clat_ns also has "percentile" with fio's
+// default list and keys such as "99.990000", when it has samples). Rates
+// are computed as fio does, with integer division by the runtime in
+// msec; they are 0 for a direction that moved no bytes or ran under 1 ms.
+// "trim" is all zeros;
+// "sync" has "total_ios" (the fsync=N calls) and "lat_ns" of the job's
+// fsync=N and fdatasync=N calls (zero without them; "percentile" when it
+// has samples and clat percentiles are on). Then fio's CPU fields:
+// "usr_cpu", "sys_cpu" (percent of the runtime), "ctx", and "majf" and
+// "minf" (0: page faults are not modelled); the distributions
+// "iodepth_level", "iodepth_submit", "iodepth_complete" (percent of IOs
+// issued, of submitting calls, of reaping calls), "latency_ns",
+// "latency_us" and "latency_ms" (completion latencies, percent of the
+// reads and writes issued); "total_err" and "first_error" with
+// continue_on_error; "latency_depth" (iodepth), "latency_target" and
+// "latency_window" (0) and "latency_percentile" (100), as fio writes
+// them without latency_target; "desc" when the job has a description.
+// fio's bw_*/iops_* sample figures are left out: blksim does not measure
 // them, and a missing key is better than a made-up zero.
 //
 // "blksim": "seed"; "locks", one object per lock in r.Locks' order with
@@ -129,7 +138,7 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	}
 	o.add("trim", dirJSON(j, &emptyDir, false))
 	sync := new(jsonObject)
-	sync.add("total_ios", j.Sync.IOs)
+	sync.add("total_ios", j.Sync.Issued)
 	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
 	o.add("sync", sync)
 	o.add("job_runtime", jobRuntimeMsec(j))
@@ -139,9 +148,43 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 	o.add("ctx", j.CPU.Ctx)
 	o.add("majf", 0)
 	o.add("minf", 0)
+	d := &j.Depths
+	o.add("iodepth_level", percentsJSON(depthLevelLabels[:], depthPercents(&d.Level, issuedRW(j))))
+	o.add("iodepth_submit", percentsJSON(depthCallLabels[:], depthPercents(&d.Submit, d.Submits)))
+	o.add("iodepth_complete", percentsJSON(depthCallLabels[:], depthPercents(&d.Complete, d.Completes)))
+	dist := jobLatDist(j)
+	total := issuedRW(j)
+	for _, u := range []struct {
+		key    string
+		counts []uint64
+	}{{"latency_ns", dist.Nsec[:]}, {"latency_us", dist.Usec[:]}, {"latency_ms", dist.Msec[:]}} {
+		l := new(jsonObject)
+		for i, n := range u.counts {
+			l.add(latDistLabels[i], latPercent(n, total))
+		}
+		o.add(u.key, l)
+	}
 	if j.ContinueOnError {
 		o.add("total_err", j.TotalErr)
 		o.add("first_error", j.FirstError)
+	}
+	// fio's latency-target figures: no latency_target in blksim.
+	o.add("latency_depth", max(j.IODepth, 1))
+	o.add("latency_target", 0)
+	o.add("latency_percentile", 100.0)
+	o.add("latency_window", 0)
+	if j.Description != "" {
+		o.add("desc", j.Description)
+	}
+	return o
+}
+
+// percentsJSON is one of fio's depth-distribution objects: each bucket's
+// label and percentage.
+func percentsJSON(labels []string, p [7]float64) *jsonObject {
+	o := new(jsonObject)
+	for i, v := range p {
+		o.add(labels[i], v)
 	}
 	return o
 }
@@ -153,7 +196,7 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject
 	runt := dirRuntimeMsec(j, d)
 	if runt > 0 {
 		bwBytes = 1000 * d.Bytes / runt
-		iops = 1000.0 * float64(d.IOs) / float64(runt)
+		iops = 1000.0 * float64(d.Issued) / float64(runt)
 	}
 	o := new(jsonObject)
 	o.add("io_bytes", d.Bytes)
@@ -162,8 +205,13 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject
 	o.add("bw", bwBytes/1024)
 	o.add("iops", iops)
 	o.add("runtime", runt)
-	o.add("total_ios", d.IOs)
-	o.add("short_ios", 0)
+	o.add("total_ios", d.Issued)
+	short := uint64(0)
+	if d == &j.Read {
+		// fio 3.33 counts fdatasync=N calls here (see SyncStats).
+		short = j.Sync.IssuedDatasync
+	}
+	o.add("short_ios", short)
 	o.add("drop_ios", 0)
 	o.add("slat_ns", latJSON(&d.Slat, false))
 	clat := latJSON(&d.Clat, !j.NoClatPercentiles)

@@ -67,8 +67,11 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 	if len(jobs) != 5 {
 		t.Fatalf("%d jobs, want 5", len(jobs))
 	}
+	// The keys of a real fio 3.33 job (less its wall-clock "eta" and
+	// "elapsed"), in its order.
 	wantJobKeys := []string{"jobname", "groupid", "error", "job options", "read", "write", "trim", "sync", "job_runtime",
-		"usr_cpu", "sys_cpu", "ctx", "majf", "minf"}
+		"usr_cpu", "sys_cpu", "ctx", "majf", "minf", "iodepth_level", "iodepth_submit", "iodepth_complete",
+		"latency_ns", "latency_us", "latency_ms", "latency_depth", "latency_target", "latency_percentile", "latency_window"}
 	wantDirKeys := []string{"io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios",
 		"short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns"}
 	// "job options" only for a job whose section gave options, as fio.

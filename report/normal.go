@@ -141,7 +141,7 @@ func bsBounds(j *workload.JobResult, d int) (lo, hi string) {
 // writeJobNormal writes one job's block.
 func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 	errno, msg := j.ReportedError()
-	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && errno == 0 {
+	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && issuedRW(j) == 0 && errno == 0 {
 		return
 	}
 	if errno == 0 {
@@ -151,11 +151,15 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 		fmt.Fprintf(b, "%s: (groupid=%d, jobs=%d): err=%2d (%s): pid=%d: %s\n",
 			j.Name, j.GroupID, max(j.Jobs, 1), errno, msg, j.JobID, fixedDate)
 	}
+	if j.Description != "" {
+		fmt.Fprintf(b, "  Description  : [%s]\n", j.Description)
+	}
 	for _, d := range directions(j) {
 		if d.stats.Bytes != 0 {
 			writeDirNormal(b, j, d)
 		}
 	}
+	writeLatDist(b, j)
 	if h := &j.Sync.Lat; h.Count() > 0 {
 		// fio's show_ddir_status for DDIR_SYNC.
 		b.WriteString("  fsync/fdatasync/sync_file_range:\n")
@@ -163,14 +167,121 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 		b.WriteString(percentileBlock("sync", defaultPercentiles[:], percentiles(h)))
 	}
 	b.WriteString(cpuLine(&j.CPU))
+	writeDepths(b, j)
 	if j.ContinueOnError {
 		// fio's show_thread_status_normal, after the issued line.
 		fmt.Fprintf(b, "     errors    : total=%d, first_error=%d/<%s>\n", j.TotalErr, j.FirstError, workload.Strerror(j.FirstError))
 	}
+	// fio's latency-target line: blksim has no latency_target, so the
+	// target and window are 0 and the depth is the job's iodepth.
+	fmt.Fprintf(b, "     latency   : target=0, window=0, percentile=100.00%%, depth=%d\n", max(j.IODepth, 1))
 	if j.Integrity.On {
 		fmt.Fprintf(b, "  integrity    : %s\n", integrityFigures(&j.Integrity))
 	}
 }
+
+// writeLatDist writes the job's completion-latency distribution, fio's
+// show_latencies: one "lat (unit)" line per unit with the buckets that
+// are not empty, five to a line.
+func writeLatDist(b *bufio.Writer, j *workload.JobResult) {
+	dist := jobLatDist(j)
+	total := issuedRW(j)
+	for _, u := range []struct {
+		unit   string
+		counts []uint64
+	}{{"nsec", dist.Nsec[:]}, {"usec", dist.Usec[:]}, {"msec", dist.Msec[:]}} {
+		n := 0
+		for i, c := range u.counts {
+			p := latPercent(c, total)
+			if p <= 0 {
+				continue
+			}
+			switch {
+			case n%5 == 0 && n > 0:
+				b.WriteString("\n")
+				fallthrough
+			case n == 0:
+				fmt.Fprintf(b, "  lat (%s)   : ", u.unit)
+			default:
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%s=%3.2f%%", latDistLabels[i], p)
+			n++
+		}
+		if n > 0 {
+			b.WriteString("\n")
+		}
+	}
+}
+
+// latDistLabels name fio's latency-distribution buckets by their upper
+// bounds, in the bucket's unit.
+var latDistLabels = [12]string{"2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"}
+
+// jobLatDist is the job's completion latencies in fio's distribution
+// buckets, reads and writes together (fio's io_u_lat_n/u/m).
+func jobLatDist(j *workload.JobResult) workload.LatencyDist {
+	var dist workload.LatencyDist
+	dist.Merge(&j.Read.ClatDist)
+	dist.Merge(&j.Write.ClatDist)
+	return dist
+}
+
+// issuedRW is the number of reads and writes the job issued (fio's
+// ddir_rw_sum(total_io_u)), what its distributions are percentages of.
+func issuedRW(j *workload.JobResult) uint64 {
+	return j.Read.Issued + j.Write.Issued
+}
+
+// depthPercents is fio's stat_calc_dist: each count as a percentage of
+// total, at least 0.1 when not 0; all 0 when total is.
+func depthPercents(counts *[7]uint64, total uint64) [7]float64 {
+	var p [7]float64
+	if total == 0 {
+		return p
+	}
+	for i, n := range counts {
+		p[i] = 100 * float64(n) / float64(total)
+		if p[i] < 0.1 && n > 0 {
+			p[i] = 0.1
+		}
+	}
+	return p
+}
+
+// writeDepths writes the job's "IO depths", "submit", "complete" and
+// "issued rwts" lines, as fio's show_thread_status_normal.
+func writeDepths(b *bufio.Writer, j *workload.JobResult) {
+	d := &j.Depths
+	lines := []struct {
+		head   string
+		labels [7]string
+		p      [7]float64
+	}{
+		{"  IO depths    : ", depthLevelLabels, depthPercents(&d.Level, issuedRW(j))},
+		{"     submit    : ", depthCallLabels, depthPercents(&d.Submit, d.Submits)},
+		{"     complete  : ", depthCallLabels, depthPercents(&d.Complete, d.Completes)},
+	}
+	for _, l := range lines {
+		b.WriteString(l.head)
+		for i, p := range l.p {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%s=%3.1f%%", l.labels[i], p)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "     issued rwts: total=%d,%d,0,%d short=%d,0,0,0 dropped=0,0,0,0\n",
+		j.Read.Issued, j.Write.Issued, j.Sync.Issued, j.Sync.IssuedDatasync)
+}
+
+// depthLevelLabels and depthCallLabels name fio's depth buckets (the
+// "IO depths" line, and the "submit" and "complete" lines).
+var (
+	depthLevelLabels = [7]string{"1", "2", "4", "8", "16", "32", ">=64"}
+	depthCallLabels  = [7]string{"0", "4", "8", "16", "32", "64", ">=64"}
+)
 
 // integrityFigures formats the atomicity oracle's counts.
 func integrityFigures(s *workload.IntegrityStats) string {
@@ -186,7 +297,7 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction) {
 	}
 	s := d.stats
 	bw := 1000 * s.Bytes / runt
-	iops := 1000 * s.IOs / runt
+	iops := 1000 * s.Issued / runt
 	bwBin, bwDec := formatBW(bw)
 	ioBin, _ := formatBytes(s.Bytes)
 	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)\n",

@@ -73,9 +73,9 @@ func TestWhatIsLeftOut(t *testing.T) {
 	var clat latency.Histogram
 	clat.Record(5000)
 	r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{
-		{Name: "short", Runtime: 999_999, Read: workload.DirStats{IOs: 1, Bytes: 4096, Clat: clat, Lat: clat}},
+		{Name: "short", Runtime: 999_999, Read: workload.DirStats{IOs: 1, Issued: 1, Bytes: 4096, Clat: clat, Lat: clat}},
 		{Name: "idle", JobID: 1, Runtime: 5e9},
-		{Name: "sync", JobID: 2, Runtime: 5e9, Write: workload.DirStats{IOs: 1, Bytes: 4096, Clat: clat, Lat: clat}},
+		{Name: "sync", JobID: 2, Runtime: 5e9, Write: workload.DirStats{IOs: 1, Issued: 1, Bytes: 4096, Clat: clat, Lat: clat}},
 	}}}}
 	var b strings.Builder
 	if err := WriteNormal(&b, r, Options{OmitWall: true}); err != nil {

@@ -94,17 +94,11 @@ func writeJobTerse(b *bufio.Writer, j *workload.JobResult, disks []workload.Disk
 	usr, sys := j.CPU.Percent()
 	fmt.Fprintf(b, ";%f%%;%f%%;%d;0;0", usr, sys, j.CPU.Ctx)
 
-	total := j.Read.IOs + j.Write.IOs
-	var depth [7]float64
-	if total > 0 && j.IODepth <= 1 {
-		depth[0] = 100
-	}
-	for _, v := range depth {
+	total := issuedRW(j)
+	for _, v := range depthPercents(&j.Depths.Level, total) {
 		fmt.Fprintf(b, ";%3.1f%%", v)
 	}
-	var dist workload.LatencyDist
-	dist.Merge(&j.Read.ClatDist)
-	dist.Merge(&j.Write.ClatDist)
+	dist := jobLatDist(j)
 	var nsec uint64
 	for _, n := range dist.Nsec {
 		nsec += n
@@ -167,7 +161,7 @@ func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats,
 	runt := dirRuntimeMsec(j, d)
 	if runt > 0 {
 		bw = 1000 * d.Bytes / runt / 1024
-		iops = 1000 * d.IOs / runt
+		iops = 1000 * d.Issued / runt
 	}
 	fmt.Fprintf(b, ";%d;%d;%d;%d", d.Bytes>>10, bw, iops, runt)
 	writeLatTerse(b, d.Slat.Count(), d.Slat.Min(), d.Slat.Max(), d.Slat.Mean(), d.Slat.Stddev())

@@ -159,7 +159,8 @@ func TestWriteTerseEdgeCases(t *testing.T) {
 	assert.Equal(t, "0.00%", field(idle, "lat_4us"))
 	assert.Equal(t, "0.0%", field(idle, "iodepth_1"))
 	deep := lines[1] // libaio, iodepth=32
-	assert.Equal(t, "0.0%", field(deep, "iodepth_1"))
+	assert.Equal(t, "0.1%", field(deep, "iodepth_1"), "one IO of 42000 shows as fio's smallest share")
+	assert.Equal(t, "100.0%", field(deep, "iodepth_32"))
 	assert.NotEqual(t, "0", field(deep, "write_slat_max_us"))
 
 	err := WriteTerse(&b, r, Options{TerseVersion: 1})

@@ -153,13 +153,8 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
 		j.invalidate()
 		j.begin(start)
 		a := newAIOContext(j, t, fsys, j.statsFrom)
-		j.quiesce = func() {
-			if a.curDepth > 0 {
-				a.queuedComplete(a.curDepth)
-			}
-		}
+		j.quiesce = a.quiesce
 		j.loops(t, a.phase)
-		j.endFsync(t)
 		j.setRuntime(t)
 	}
 	j.end(t)
@@ -207,13 +202,16 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		u.start = t.Now() + sim.Time(t.Owed())
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)
+		if u.start >= a.statsFrom {
+			j.dirStats(u.dir).Issued++
+		}
 		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
 			j.bytes += u.bs
 			j.ios++
 		}
 		j.think.issued++
 		if len(a.queued) >= d.IODepthBatchSubmit {
-			a.commit()
+			a.tdCommit()
 		}
 		if a.failed {
 			break
@@ -246,6 +244,33 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 	return stop
 }
 
+// quiesce is fio's io_u_quiesce: submit what is queued, then reap until
+// nothing is in flight.
+func (a *aioContext) quiesce() {
+	a.tdCommit()
+	for a.curDepth > 0 {
+		a.queuedComplete(1)
+	}
+}
+
+// marking reports whether the job's depth figures count now (the ramp is
+// over).
+func (a *aioContext) marking() bool {
+	return a.t.Now()+sim.Time(a.t.Owed()) >= a.statsFrom
+}
+
+// tdCommit is fio's td_io_commit: count the queued units at the job's
+// current depth (io_u_mark_depth), then submit them.
+func (a *aioContext) tdCommit() {
+	if a.curDepth == 0 || len(a.queued) == 0 {
+		return
+	}
+	if a.marking() {
+		a.j.res.Depths.markLevel(a.curDepth, len(a.queued))
+	}
+	a.commit()
+}
+
 // commit submits the queued units in one system call (io_submit, or
 // io_uring_enter), under one plug when there are more than
 // aioPlugThreshold. An IO that cannot be submitted fails the job; it and
@@ -262,7 +287,7 @@ func (a *aioContext) commit() {
 	if n > aioPlugThreshold {
 		batch = a.fs.StartBatch(t)
 	}
-	submitted := 0
+	submitted, ok := 0, 0
 	for _, u := range a.queued {
 		var err error
 		file, hist := u.file.file, u.file.hist
@@ -297,11 +322,16 @@ func (a *aioContext) commit() {
 			break
 		}
 		submitted++
+		ok++
 	}
 	if batch != nil {
 		batch.Finish()
 	}
 	t.Charge(sys - sys/2)
+	if ok > 0 && a.marking() {
+		// The engine's commit counts what the call submitted.
+		a.j.res.Depths.markSubmit(ok)
+	}
 	issue := t.Now() + sim.Time(t.Owed())
 	for i, u := range a.queued {
 		if i < submitted && !u.dropped {
@@ -348,6 +378,9 @@ func (a *aioContext) queuedComplete(minEvents int) {
 	maxEvents := min(s.IODepthBatchCompleteMax, a.curDepth)
 	maxEvents = max(maxEvents, minEvents)
 	if maxEvents == 0 {
+		if a.marking() {
+			a.j.res.Depths.markComplete(0)
+		}
 		return
 	}
 	if a.uring {
@@ -357,6 +390,10 @@ func (a *aioContext) queuedComplete(minEvents int) {
 	}
 	t := a.t
 	now := t.Now() + sim.Time(t.Owed())
+	if now >= a.statsFrom {
+		// td_io_getevents counts the call and what it reaped.
+		a.j.res.Depths.markComplete(len(a.reaped))
+	}
 	for i, u := range a.reaped {
 		a.account(u, now)
 		a.put(u)
@@ -440,6 +477,7 @@ func (a *aioContext) take(n int) int {
 // or fails the job if the IO failed.
 func (a *aioContext) account(u *ioUnit, now sim.Time) {
 	j := a.j
+	j.lastWasSync = false
 	if hist := u.file.hist; hist != nil {
 		switch {
 		case u.dir == blockdev.OpWrite:
@@ -456,10 +494,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		h(j.id, u.file.name, u.dir, u.off, u.bs)
 	}
 	if u.start >= a.statsFrom {
-		d := &j.res.Read
-		if u.dir == blockdev.OpWrite {
-			d = &j.res.Write
-		}
+		d := j.dirStats(u.dir)
 		d.IOs++
 		d.Bytes += uint64(u.bs)
 		s := j.spec

@@ -103,6 +103,20 @@
 // writes; end_fsync fsyncs every file; fsync=N fsyncs the file of the Nth
 // write (fio fsyncs the file it services next).
 //
+// Syncing follows fio's do_io and get_rw_ddir: the sync of fsync=N or
+// fdatasync=N is the loop's next IO after the Nth write, so there is none
+// if the loop ends there; at the end of each loop (also when its runtime
+// ran out) a job that writes fsyncs all its files with end_fsync=1 or
+// fsync=N, unless its last IO was a sync. Only the in-loop syncs are
+// counted in the job's sync figures.
+//
+// Each job also keeps fio's queue-depth accounting (JobResult.Depths) and
+// issued counts (DirStats.Issued, SyncStats): a synchronous engine's IO is
+// one unit in use and one call each to submit and reap it; an
+// asynchronous engine counts the units in use each time its loop submits
+// a batch, the IOs of each io_submit (or io_uring_enter) and the IOs of
+// each reap.
+//
 // A run is deterministic: the same stack, engine seed and jobs give the
 // same result.
 package workload

@@ -89,12 +89,3 @@ func (j *job) ioFailed(err error, ddir, file string, off, buflen int64) bool {
 	return false
 }
 
-// syncDDir is fio's direction name of the job's periodic sync: "sync"
-// for fsync=N, "datasync" when fdatasync=N comes first.
-func (j *job) syncDDir() string {
-	s := j.spec
-	if s.Fsync == 0 || s.Fdatasync > 0 && s.Fdatasync < s.Fsync {
-		return "datasync"
-	}
-	return "sync"
-}

@@ -571,10 +571,6 @@ func (p *parser) endSection() *ParseError {
 	if perr := p.checkJob(js, where); perr != nil {
 		return perr
 	}
-	if syncEngines[js.IOEngine] {
-		// fio ignores iodepth for synchronous engines.
-		js.IODepth = 1
-	}
 	fixupDepths(js)
 	fixupRandomMap(js)
 	p.jobs = append(p.jobs, *js)

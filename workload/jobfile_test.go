@@ -286,7 +286,7 @@ func TestParseLineSyntax(t *testing.T) {
 		}},
 		{"ints take size suffixes like fio", "[j]\niodepth=1k\nnumjobs=0x10\n", func(t *testing.T, js JobSpec) {
 			assert.Equal(t, 16, js.NumJobs)
-			assert.Equal(t, 1, js.IODepth) // sync engine: see TestParseIODepth
+			assert.Equal(t, 1024, js.IODepth) // kept for a sync engine: see TestParseIODepth
 		}},
 	}
 	for _, tt := range tests {
@@ -297,17 +297,23 @@ func TestParseLineSyntax(t *testing.T) {
 }
 
 func TestParseIODepth(t *testing.T) {
-	// fio ignores iodepth for synchronous engines, whatever the order of
-	// the options; the batching options follow iodepth=1.
-	for _, src := range []string{
-		"[j]\niodepth=32\n",
-		"[j]\nioengine=sync\niodepth=32\n",
-		"[global]\niodepth=64\n[j]\nioengine=pvsync\n",
-		"[global]\nioengine=psync\n[j]\niodepth=8\n",
-		"[j]\nioengine=libaio\niodepth=8\nioengine=psync\niodepth_batch=4\niodepth_low=2\n",
+	// A synchronous engine keeps one IO in flight, but fio keeps iodepth
+	// as given (its job line and latency line show it), whatever the
+	// order of the options; the batching options follow it as for the
+	// asynchronous engines.
+	for _, tc := range []struct {
+		src  string
+		want [5]int
+	}{
+		{"[j]\niodepth=32\n", [5]int{32, 1, 1, 1, 32}},
+		{"[j]\nioengine=sync\niodepth=32\n", [5]int{32, 1, 1, 1, 32}},
+		{"[global]\niodepth=64\n[j]\nioengine=pvsync\n", [5]int{64, 1, 1, 1, 64}},
+		{"[global]\nioengine=psync\n[j]\niodepth=8\n", [5]int{8, 1, 1, 1, 8}},
+		{"[j]\nioengine=libaio\niodepth=8\nioengine=psync\niodepth_batch=4\niodepth_low=2\n", [5]int{8, 4, 1, 1, 2}},
+		{"[j]\nioengine=psync\n", [5]int{1, 1, 1, 1, 1}},
 	} {
-		js := parseOne(t, src)
-		assert.Equal(t, [5]int{1, 1, 1, 1, 1}, depths(js), src)
+		js := parseOne(t, tc.src)
+		assert.Equal(t, tc.want, depths(js), tc.src)
 	}
 }
 
@@ -700,7 +706,7 @@ func TestParseFile(t *testing.T) {
 	assert.Equal(t, RWRandWrite, randWrite.RW)
 	assert.Equal(t, [2]int64{4096, 4096}, randWrite.BS)
 	assert.Equal(t, 4, randWrite.NumJobs)
-	assert.Equal(t, 1, randWrite.IODepth)
+	assert.Equal(t, 32, randWrite.IODepth)
 
 	assert.Equal(t, "mixed", mixed.Name)
 	assert.Equal(t, RWRandRW, mixed.RW)

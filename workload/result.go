@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/blksim/blksim/blockdev"
@@ -12,8 +13,12 @@ import (
 // DirStats holds one job's figures for one IO direction (read or write).
 // All times are simulated nanoseconds.
 type DirStats struct {
-	// IOs is the number of completed IOs (fio's total_ios).
+	// IOs is the number of IOs that completed without error.
 	IOs uint64
+	// Issued is the number of IOs issued (fio's total_io_u: JSON
+	// "total_ios", the "issued rwts" line, and the IOPS fio reports),
+	// failed ones included.
+	Issued uint64
 	// Bytes is the number of bytes transferred (fio's io_bytes).
 	Bytes uint64
 	// Runtime is fio's runtime of the direction (ts.runtime[ddir]), in
@@ -43,19 +48,30 @@ type DirStats struct {
 // not): how many, and their latencies in ns, each from the call to its
 // return.
 type SyncStats struct {
-	IOs uint64
-	Lat latency.Histogram
+	// IOs counts the calls that succeeded. Issued counts the fsync calls
+	// issued and IssuedDatasync the fdatasync ones, failed ones included:
+	// fio 3.33 counts the first in total_io_u[DDIR_SYNC] (JSON "sync"
+	// "total_ios") and the second one past that array's end, in
+	// short_io_u[DDIR_READ] (the read direction's "short_ios", the first
+	// "short=" figure of "issued rwts"), and its reports show them there.
+	IOs            uint64
+	Issued         uint64
+	IssuedDatasync uint64
+	Lat            latency.Histogram
 }
 
 // Merge adds o's figures to s.
 func (s *SyncStats) Merge(o *SyncStats) {
 	s.IOs += o.IOs
+	s.Issued += o.Issued
+	s.IssuedDatasync += o.IssuedDatasync
 	s.Lat.Merge(&o.Lat)
 }
 
 // Merge adds o's figures to d.
 func (d *DirStats) Merge(o *DirStats) {
 	d.IOs += o.IOs
+	d.Issued += o.Issued
 	d.Bytes += o.Bytes
 	d.Runtime = max(d.Runtime, o.Runtime)
 	d.Slat.Merge(&o.Slat)
@@ -120,6 +136,75 @@ func (l *LatencyDist) Merge(o *LatencyDist) {
 	}
 }
 
+// IODepthDist is fio's accounting of a job's queue depths (io_u_map,
+// io_u_submit and io_u_complete, with total_submit and total_complete):
+// the figures behind its "IO depths", "submit" and "complete" lines and
+// JSON "iodepth_level", "iodepth_submit" and "iodepth_complete".
+//
+// Level counts IOs (and fsync=N syncs) by how many IO units the job held
+// when they were submitted (fio's cur_depth, io_u_mark_depth): 1, 2-3,
+// 4-7, 8-15, 16-31, 32-63, 64 and more. fio counts a batch when its
+// engine submits it from the IO loop (td_io_commit); a batch an
+// asynchronous engine submits on its way to wait for completions is not
+// counted, so Level may sum to fewer than the IOs issued, as in fio.
+//
+// Submit counts submitting calls by the IOs each submitted, Complete
+// reaping calls by the IOs each reaped (0 for a call that reaped none),
+// in the ranges 0, 1-4, 5-8, 9-16, 17-32, 33-64 and more
+// (__io_u_mark_map); Submits and Completes count the calls. A sync
+// engine's IO is one call of each.
+//
+// The zero value is empty and ready to use.
+type IODepthDist struct {
+	Level, Submit, Complete [7]uint64
+	Submits, Completes      uint64
+}
+
+// markLevel counts n IOs submitted while the job held depth units.
+func (d *IODepthDist) markLevel(depth, n int) {
+	i := 0
+	for lim := 2; i < 6 && depth >= lim; lim *= 2 {
+		i++
+	}
+	d.Level[i] += uint64(n)
+}
+
+// callIndex is fio's __io_u_mark_map bucket for a call that moved n IOs.
+func callIndex(n int) int {
+	switch {
+	case n <= 0:
+		return 0
+	case n <= 4:
+		return 1
+	case n <= 64:
+		return bits.Len(uint(n-1)) - 1
+	}
+	return 6
+}
+
+// markSubmit counts a submitting call that submitted n IOs.
+func (d *IODepthDist) markSubmit(n int) {
+	d.Submit[callIndex(n)]++
+	d.Submits++
+}
+
+// markComplete counts a reaping call that reaped n IOs.
+func (d *IODepthDist) markComplete(n int) {
+	d.Complete[callIndex(n)]++
+	d.Completes++
+}
+
+// Merge adds o's counts to d.
+func (d *IODepthDist) Merge(o *IODepthDist) {
+	for i := range d.Level {
+		d.Level[i] += o.Level[i]
+		d.Submit[i] += o.Submit[i]
+		d.Complete[i] += o.Complete[i]
+	}
+	d.Submits += o.Submits
+	d.Completes += o.Completes
+}
+
 // JobResult is what one job (one clone of a numjobs= job) measured.
 type JobResult struct {
 	// Name is the job's section name.
@@ -149,6 +234,8 @@ type JobResult struct {
 	Read, Write DirStats
 	// Sync holds the job's fsync=N and fdatasync=N calls.
 	Sync SyncStats
+	// Depths is the job's queue-depth accounting.
+	Depths IODepthDist
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
 	Runtime int64
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):

@@ -155,9 +155,16 @@ type job struct {
 	// without those options draw exactly as before.
 	aux *rand.Rand
 	res JobResult
-	// writesSinceSync counts writes since the last fsync=N/fdatasync=N.
-	writesSinceSync int
-	stamp           blockdev.Stamp
+	// writesIssued counts the loop's writes (fio's io_issues[DDIR_WRITE])
+	// for fsync=N and fdatasync=N; syncDue names the sync ("sync" or
+	// "datasync") the next IO of the loop must be, "" for none, and
+	// syncFile its file; lastWasSync is fio's last_was_sync (the last IO
+	// to complete was a sync).
+	writesIssued int
+	syncDue      string
+	syncFile     *jobFile
+	lastWasSync  bool
+	stamp        blockdev.Stamp
 
 	// How much one loop does, and the unit random offsets are multiples
 	// of without the random map (alignUnit).
@@ -862,7 +869,6 @@ func (j *job) run(t *sim.Task) {
 		j.invalidate()
 		j.begin(start)
 		j.loops(t, j.syncPhase)
-		j.endFsync(t)
 		j.setRuntime(t)
 	}
 	j.end(t)
@@ -913,20 +919,42 @@ func (j *job) invalidate() {
 	}
 }
 
-// endFsync fsyncs every file of the job once its IO is done and nothing
-// is in flight (end_fsync=1; backend.c do_io), unless the job failed. A
-// failed fsync is an IO error of the job (fio's sync io_u) and, unless
-// continue_on_error covers it, fio says "end_fsync failed" and goes on
-// to the next file.
+// endFsync ends an IO phase as fio's do_io does: with nothing in flight,
+// unless the job failed, a job that writes fsyncs every file when it
+// has end_fsync=1 or fsync=N and its last IO was not a sync (fio's
+// should_fsync). So it does at the end of every loop, also when the
+// runtime ran out; fdatasync=N alone does not, and the writes after the
+// last sync stay unsynced. These fsyncs are not counted in the job's
+// Sync figures (fio does not account IO while it is fsyncing). A failed
+// fsync is an IO error of the job and, unless continue_on_error covers
+// it, fio says "end_fsync failed" and goes on to the next file.
 func (j *job) endFsync(t *sim.Task) {
-	if !j.spec.EndFsync || j.res.Error != 0 {
+	s := j.spec
+	j.syncDue = ""
+	if !s.EndFsync && s.Fsync == 0 || !s.RW.HasWrite() || j.lastWasSync || j.res.Error != 0 {
 		return
 	}
 	for _, f := range j.files {
-		if err := f.reader().Fsync(t); err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
+		if syncEngines[s.IOEngine] && t.Now()+sim.Time(t.Owed()) >= j.statsFrom {
+			// fio's td_io_queue still counts the engine's calls.
+			d := &j.res.Depths
+			d.markSubmit(1)
+			d.markComplete(1)
+		}
+		err := f.reader().Fsync(t)
+		j.lastWasSync = true
+		if err != nil && !j.ioFailed(err, "sync", f.name, 0, 0) {
 			j.res.ErrorLog = append(j.res.ErrorLog, "fio: end_fsync failed for file "+f.name)
 		}
 	}
+}
+
+// dirStats is the job's figures for direction dir.
+func (j *job) dirStats(dir blockdev.Op) *DirStats {
+	if dir == blockdev.OpWrite {
+		return &j.res.Write
+	}
+	return &j.res.Read
 }
 
 // loops runs the job's loops with phase, the engine's loop over the IOs
@@ -944,10 +972,14 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 			if j.dryRun(); !j.verify.phaseDue() {
 				return
 			}
-		} else if stop := phase(t); stop != stopDone || j.ios == 0 {
-			// (A phase that did nothing would loop a time_based job
-			// forever.)
-			return
+		} else {
+			stop := phase(t)
+			j.endFsync(t)
+			if stop != stopDone || j.ios == 0 {
+				// (A phase that did nothing would loop a time_based
+				// job forever.)
+				return
+			}
 		}
 		if j.verify == nil || !j.verify.phaseDue() {
 			continue
@@ -970,6 +1002,7 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 func (j *job) newLoop() {
 	j.resetFiles()
 	j.bytes, j.ios = 0, 0
+	j.writesIssued = 0
 	j.seqLeft = max(j.spec.SeqNr, 1)
 }
 
@@ -1064,6 +1097,12 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		if stop := j.checkStop(now); stop != running {
 			return stop
 		}
+		if j.syncDue != "" {
+			if stop := j.periodicSync(t); stop != running {
+				return stop
+			}
+			continue
+		}
 		var stop stopReason
 		io, ok := j.next(t, &stop)
 		if !ok {
@@ -1076,6 +1115,11 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		// Charged CPU time (the last call's syscall exit, fio's own work)
 		// runs before this IO starts.
 		begin := t.Now() + sim.Time(t.Owed())
+		if begin >= j.statsFrom {
+			j.dirStats(io.dir).Issued++
+			j.markSyncCall()
+		}
+		j.issued(io)
 		var err error
 		f := io.file
 		off := f.regionOff + io.off
@@ -1112,6 +1156,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			}
 		}
 		end := t.Now() + sim.Time(t.Owed())
+		j.lastWasSync = false
 		if err != nil {
 			if !j.ioFailed(err, ddirName(io.dir), f.name, off, io.bs) {
 				return stopFailed
@@ -1125,21 +1170,11 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			t.ChargeUser(opt.AppPerIO)
 			continue
 		}
-		var syncErr error
-		if io.dir == blockdev.OpWrite {
-			// fio's sync io_u after every N writes: a latency of its own,
-			// not part of the write's, and an IO of its own: if it fails,
-			// the write is still accounted.
-			syncErr = j.fsyncEvery(t, f, begin >= j.statsFrom)
-		}
 		if h := opt.onIO; h != nil {
 			h(j.id, f.name, io.dir, off, io.bs)
 		}
 		if begin >= j.statsFrom {
-			d := &j.res.Read
-			if io.dir == blockdev.OpWrite {
-				d = &j.res.Write
-			}
+			d := j.dirStats(io.dir)
 			lat := int64(end - begin)
 			d.IOs++
 			d.Bytes += uint64(io.bs)
@@ -1156,9 +1191,6 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			j.ios++
 		}
 		if !j.completed(io, j.stamp, j.data) {
-			return stopFailed
-		}
-		if syncErr != nil && !j.ioFailed(syncErr, j.syncDDir(), f.name, 0, 0) {
 			return stopFailed
 		}
 		t.ChargeUser(opt.AppPerIO)
@@ -1618,6 +1650,7 @@ func groupResults(jobs []*job) []GroupResult {
 		merged := gr.Jobs[0]
 		merged.Jobs = len(gr.Jobs)
 		merged.Read, merged.Write, merged.CPU, merged.Sync = DirStats{}, DirStats{}, CPUUsage{}, SyncStats{}
+		merged.Depths = IODepthDist{}
 		merged.Integrity = IntegrityStats{}
 		merged.TotalErr, merged.FirstError, merged.ErrorLog = 0, 0, nil
 		for k := range gr.Jobs {
@@ -1627,6 +1660,7 @@ func groupResults(jobs []*job) []GroupResult {
 			merged.CPU.Merge(&o.CPU)
 			merged.Integrity.Merge(&o.Integrity)
 			merged.Sync.Merge(&o.Sync)
+			merged.Depths.Merge(&o.Depths)
 			merged.Runtime = max(merged.Runtime, o.Runtime)
 			if merged.Error == 0 && o.Error != 0 {
 				merged.Error, merged.ErrorMsg = o.Error, o.ErrorMsg
@@ -1642,34 +1676,68 @@ func groupResults(jobs []*job) []GroupResult {
 	return groups
 }
 
-// fsyncEvery issues the fsync (fdatasync) of file f that fsync=N
-// (fdatasync=N) asks for after every N writes, f being the file of the
-// write that made N; with account (the ramp is over) it counts the call
-// and its latency in the job's Sync figures, as fio accounts its sync
-// io_us.
-func (j *job) fsyncEvery(t *sim.Task, f *jobFile, account bool) error {
+// issued notes an IO the loop issued, for fsync=N and fdatasync=N (fio's
+// get_rw_ddir): after the write that makes N (fsync=N first when both
+// divide it), the loop's next IO is the sync, on the file of that write;
+// if the phase ends first there is none.
+func (j *job) issued(io ioReq) {
+	j.syncDue = ""
 	s := j.spec
-	if s.Fsync == 0 && s.Fdatasync == 0 {
-		return nil
+	if io.dir != blockdev.OpWrite || s.Fsync == 0 && s.Fdatasync == 0 {
+		return
 	}
-	j.writesSinceSync++
-	n := s.Fsync
-	if n == 0 || s.Fdatasync > 0 && s.Fdatasync < n {
-		n = s.Fdatasync
+	j.writesIssued++
+	switch n := j.writesIssued; {
+	case s.Fsync > 0 && n%s.Fsync == 0:
+		j.syncDue = "sync"
+	case s.Fdatasync > 0 && n%s.Fdatasync == 0:
+		j.syncDue = "datasync"
 	}
-	if j.writesSinceSync < n {
-		return nil
-	}
-	j.writesSinceSync = 0
+	j.syncFile = io.file
+}
+
+// periodicSync issues the sync fsync=N or fdatasync=N asks for
+// (j.syncDue), one IO of the loop as fio's sync io_u: counted and timed
+// in the job's Sync figures once the ramp is over, and an IO error of
+// the job if it fails. It returns running unless the job must stop.
+func (j *job) periodicSync(t *sim.Task) stopReason {
+	ddir, f := j.syncDue, j.syncFile
+	j.syncDue = ""
 	begin := t.Now() + sim.Time(t.Owed())
+	account := begin >= j.statsFrom
+	if account {
+		if ddir == "datasync" {
+			j.res.Sync.IssuedDatasync++
+		} else {
+			j.res.Sync.Issued++
+		}
+		j.markSyncCall()
+	}
 	// Through the job's own open file description: each job learns of a
 	// writeback error of the file once (errseq).
-	if err := f.reader().Fsync(t); err != nil {
-		return err
+	err := f.reader().Fsync(t)
+	j.lastWasSync = true
+	if err != nil {
+		if !j.ioFailed(err, ddir, f.name, 0, 0) {
+			return stopFailed
+		}
+		return running
 	}
 	if account {
 		j.res.Sync.IOs++
 		j.res.Sync.Lat.Record(int64(t.Now() + sim.Time(t.Owed()) - begin))
 	}
-	return nil
+	t.ChargeUser(j.r.opt.AppPerIO)
+	return running
+}
+
+// markSyncCall counts an IO a synchronous engine issued (or a sync of
+// fsync=N) in the job's queue depths: one unit in use, one submitting
+// and one reaping call of one IO (fio's td_io_queue for an engine
+// without a commit hook).
+func (j *job) markSyncCall() {
+	d := &j.res.Depths
+	d.markLevel(1, 1)
+	d.markSubmit(1)
+	d.markComplete(1)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/stack"
+	"github.com/blksim/blksim/writeback"
 )
 
 // newStack builds the default stack (ext4 on the P3600 model) seeded with
@@ -783,16 +784,22 @@ func TestRunDeterministic(t *testing.T) {
 // write is a page-cache copy of a few microseconds; its fsync writes the
 // page to the device and waits for it. group_reporting adds the jobs'
 // syncs up.
+//
+// As in fio (io_u.c get_rw_ddir), the sync is the loop's next IO after the
+// write that makes N, so the 64th write of a 64-write job has none: with
+// fsync=N the job's end fsyncs the file instead (do_io, uncounted), with
+// fdatasync=N alone the last writes stay dirty.
 func TestRunFsyncEveryNIsTimedApart(t *testing.T) {
 	for _, tc := range []struct {
 		name, extra string
 		syncs       uint64
+		synced      int64 // pages written back by fsync
 	}{
-		{"fsync=4", "fsync=4\n", 16},
-		{"fdatasync=8", "fdatasync=8\n", 8},
-		{"both, the smaller wins", "fsync=16\nfdatasync=8\n", 8},
-		{"group_reporting", "fsync=4\nnumjobs=2\ngroup_reporting\n", 32},
-		{"none", "", 0},
+		{"fsync=4", "fsync=4\n", 15, 64},
+		{"fdatasync=8", "fdatasync=8\n", 7, 56},
+		{"both, the smaller wins", "fsync=16\nfdatasync=8\n", 7, 64},
+		{"group_reporting", "fsync=4\nnumjobs=2\ngroup_reporting\n", 30, 128},
+		{"none", "", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStack(t, 1)
@@ -800,7 +807,9 @@ func TestRunFsyncEveryNIsTimedApart(t *testing.T) {
 			j := onlyJob(t, res)
 			require.Zero(t, j.Error, j.ErrorMsg)
 			assert.Equal(t, tc.syncs, j.Sync.IOs)
+			assert.Equal(t, tc.syncs, j.Sync.Issued)
 			assert.Equal(t, tc.syncs, j.Sync.Lat.Count())
+			assert.Equal(t, tc.synced, st.FS.Writeback().Stats().Written[writeback.ReasonFsync])
 			if tc.syncs == 0 {
 				return
 			}

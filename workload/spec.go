@@ -123,8 +123,9 @@ type JobSpec struct {
 	// and pvsync, or the asynchronous libaio and io_uring.
 	IOEngine string
 	// IODepth is the number of IOs in flight per job, at least 1; default
-	// 1. fio ignores iodepth for synchronous engines, so it is 1 for them
-	// after parsing, whatever the file says.
+	// 1. A synchronous engine keeps one IO in flight whatever it says;
+	// as in fio, the value stays as given for the reports (the job line's
+	// iodepth=, the latency line's depth=).
 	IODepth int
 	// IODepthBatchSubmit is fio's iodepth_batch_submit (alias
 	// iodepth_batch): how many prepared IOs an asynchronous engine submits

@@ -1,0 +1,110 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fio's queue-depth accounting (io_u_mark_depth, io_u_mark_submit,
+// io_u_mark_complete) and issued counts, per engine.
+func TestIODepthAccounting(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      IODepthDist
+		issued    [2]uint64 // read, write
+		syncs     [2]uint64 // fsync, fdatasync
+	}{{
+		// A sync engine: every IO is one unit in use, one submitting and
+		// one reaping call of one IO, whatever iodepth says.
+		name:   "psync ignores iodepth",
+		src:    "[j]\nrw=randread\nbs=4k\nsize=256k\niodepth=32\ndirect=1\n",
+		want:   IODepthDist{Level: [7]uint64{64}, Submit: [7]uint64{0, 64}, Complete: [7]uint64{0, 64}, Submits: 64, Completes: 64},
+		issued: [2]uint64{64, 0},
+	}, {
+		// fsync=4 over 64 writes: 15 syncs in the loop, each counted as
+		// an IO at depth 1, then the end-of-job fsync, which fio counts
+		// only as a call (td_io_queue) made while fsyncing.
+		name:   "fsync=4",
+		src:    "[j]\nrw=write\nbs=4k\nsize=256k\nfsync=4\n",
+		want:   IODepthDist{Level: [7]uint64{64 + 15}, Submit: [7]uint64{0, 80}, Complete: [7]uint64{0, 80}, Submits: 80, Completes: 80},
+		issued: [2]uint64{0, 64},
+		syncs:  [2]uint64{15, 0},
+	}, {
+		// fdatasync=8: 7 syncs, no end-of-job fsync.
+		name:   "fdatasync=8",
+		src:    "[j]\nrw=write\nbs=4k\nsize=256k\nfdatasync=8\n",
+		want:   IODepthDist{Level: [7]uint64{64 + 7}, Submit: [7]uint64{0, 71}, Complete: [7]uint64{0, 71}, Submits: 71, Completes: 71},
+		issued: [2]uint64{0, 64},
+		syncs:  [2]uint64{0, 7},
+	}, {
+		// libaio at iodepth 8, one IO per io_submit: the first seven go
+		// in at depths 1 to 7, the rest with the queue full; each of
+		// those fills the queue, so a reap of one follows it
+		// (iodepth_batch_complete_max 1), and the end reaps the seven
+		// left in one call.
+		name:   "libaio iodepth=8",
+		src:    "[j]\nioengine=libaio\niodepth=8\nrw=randread\nbs=4k\nsize=1m\ndirect=1\n",
+		want:   IODepthDist{Level: [7]uint64{1, 2, 4, 249}, Submit: [7]uint64{0, 256}, Complete: [7]uint64{0, 249, 1}, Submits: 256, Completes: 250},
+		issued: [2]uint64{256, 0},
+	}, {
+		// Batches of 4 submitted at depths 4, 8, 12 and 16 until the
+		// queue is full, then (reaping 2 to 8 at a time) refilled.
+		name: "libaio batches",
+		src: "[j]\nioengine=libaio\niodepth=16\niodepth_batch_submit=4\niodepth_batch_complete_min=2\n" +
+			"iodepth_batch_complete_max=8\nrw=randwrite\nbs=4k\nsize=1m\ndirect=1\n",
+		issued: [2]uint64{0, 256},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			j := onlyJob(t, runOn(t, st, tc.src))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tc.issued, [2]uint64{j.Read.Issued, j.Write.Issued})
+			assert.Equal(t, tc.issued, [2]uint64{j.Read.IOs, j.Write.IOs}, "no IO failed")
+			assert.Equal(t, tc.syncs, [2]uint64{j.Sync.Issued, j.Sync.IssuedDatasync})
+			d := j.Depths
+			if tc.want != (IODepthDist{}) {
+				assert.Equal(t, tc.want, d)
+				return
+			}
+			// Every batch of 4 is counted once, at the depth it brought
+			// the job to: 4 (bucket 4-7) first, then 8 or more.
+			var level, submit, complete uint64
+			for i := range d.Level {
+				level += d.Level[i]
+				submit += d.Submit[i]
+				complete += d.Complete[i]
+			}
+			assert.Equal(t, uint64(256), level)
+			assert.Equal(t, uint64(4), d.Level[2])
+			assert.Zero(t, d.Level[0]+d.Level[1]+d.Level[5]+d.Level[6])
+			assert.Equal(t, [7]uint64{0, 64}, d.Submit, "each io_submit takes a batch of 4")
+			assert.Equal(t, d.Submits, submit)
+			assert.Equal(t, d.Completes, complete)
+			assert.Zero(t, d.Complete[0]+d.Complete[1], "each reap waits for 2 and more")
+		})
+	}
+}
+
+// The end of each loop fsyncs the files of a job that writes, with
+// end_fsync=1 or fsync=N (fio's do_io); a read-only job does not, nor a
+// fdatasync=N alone.
+func TestEndFsyncEachLoop(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		submits   uint64 // IOs, in-loop syncs and end fsyncs
+	}{
+		{"end_fsync, 3 loops", "[j]\nrw=write\nbs=4k\nsize=64k\nloops=3\nend_fsync=1\n", 3*16 + 3},
+		{"read-only", "[j]\nrw=read\nbs=4k\nsize=64k\nloops=3\nend_fsync=1\n", 3 * 16},
+		{"fsync=4", "[j]\nrw=write\nbs=4k\nsize=64k\nloops=2\nfsync=4\n", 2 * (16 + 3 + 1)},
+		{"fdatasync=4 alone", "[j]\nrw=write\nbs=4k\nsize=64k\nloops=2\nfdatasync=4\n", 2 * (16 + 3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			j := onlyJob(t, runOn(t, st, tc.src))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tc.submits, j.Depths.Submits)
+		})
+	}
+}
