@@ -78,6 +78,16 @@ func gen(d *workload.DirStats, n int, bs uint64, slat, clat func() int64) {
 	d.Bytes += uint64(n) * bs
 }
 
+// samples records n bandwidth and IOPS samples of a direction moving bs
+// bytes per IO at about iops (stddev sd), as a run's 500 ms intervals give.
+func samples(d *workload.DirStats, n int, bs uint64, iops, sd float64, rng *rand.Rand) {
+	for range n {
+		v := uint64(max(iops+rng.NormFloat64()*sd, 1))
+		d.IOPS.Add(v)
+		d.BW.Add(v * bs / 1024)
+	}
+}
+
 // syncDepths fills a sync-engine job's queue-depth figures as a run does:
 // one unit in use, one call to submit and one to reap per IO.
 func syncDepths(j *workload.JobResult) {
@@ -92,6 +102,7 @@ func syncDepths(j *workload.JobResult) {
 // doing IO, and locks of every kind.
 func sampleResult() *workload.Result {
 	rng := rand.New(rand.NewPCG(7, 11))
+	srng := rand.New(rand.NewPCG(3, 5)) // rate samples, drawn apart
 	expo := func(base, mean float64) func() int64 {
 		return func() int64 { return int64(base + rng.ExpFloat64()*mean) }
 	}
@@ -104,6 +115,7 @@ func sampleResult() *workload.Result {
 		Options: []workload.OptionValue{{Name: "rw", Value: "randread"}, {Name: "bs", Value: "4k"}}}
 	gen(&a.Read, 20000, 4096, nil, expo(80_000, 40_000))
 	syncDepths(&a)
+	samples(&a.Read, 5, 4096, 8000, 300, srng)
 	a.CPU = workload.CPUUsage{User: 13_100_000, Sys: 97_800_000, Ctx: 20_011, Runtime: a.Runtime}
 
 	b := workload.JobResult{Name: "mixed", JobID: 1, GroupID: 1, RW: "randrw",
@@ -116,6 +128,8 @@ func sampleResult() *workload.Result {
 	// reaped a few at a time.
 	b.Depths = workload.IODepthDist{Level: [7]uint64{1, 1, 2, 4, 8, 41984, 0},
 		Submit: [7]uint64{0, 42000}, Complete: [7]uint64{0, 9000, 1500, 40, 2}, Submits: 42000, Completes: 10542}
+	samples(&b.Read, 6, 4096, 10000, 900, srng)
+	samples(&b.Write, 6, 16384, 4000, 400, srng)
 	b.CPU = workload.CPUUsage{User: 60_000_000, Sys: 400_900_000, Ctx: 9_001, Runtime: b.Runtime}
 	c := b
 	c.JobID = 2
@@ -125,6 +139,8 @@ func sampleResult() *workload.Result {
 	gen(&c.Write, 11000, 16384, expo(1200, 2000), logn(3_100_000, 0.5))
 	c.Depths = workload.IODepthDist{Level: [7]uint64{1, 1, 2, 4, 8, 39984, 0},
 		Submit: [7]uint64{0, 40000}, Complete: [7]uint64{0, 8800, 1400, 30}, Submits: 40000, Completes: 10230}
+	samples(&c.Read, 6, 4096, 9400, 800, srng)
+	samples(&c.Write, 6, 16384, 3500, 300, srng)
 	c.CPU = workload.CPUUsage{User: 58_000_000, Sys: 390_000_000, Ctx: 8_700, Runtime: c.Runtime}
 
 	d := workload.JobResult{Name: "fsync-writer", JobID: 3, GroupID: 2, RW: "write",

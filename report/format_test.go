@@ -1,8 +1,12 @@
 package report
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The expected strings below are copied from real fio runs (fio 3.1 to
@@ -268,4 +272,64 @@ func contains(lines []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// The bandwidth and IOPS sample lines of real fio output, rebuilt from
+// their samples: fio 3.25's sync writes of 22 MiB (two samples of each, and
+// one whose mean beats the group's aggregate, so per= is capped at 100),
+// and fio 3.33's 4 KiB reads at 1.5 GB/s, shown in MiB/s with min and max
+// cut to integers.
+func TestRateSampleLinesMatchFio(t *testing.T) {
+	for _, tc := range []struct {
+		write     bool
+		n, bs     uint64
+		msec      int64
+		bw, iops  []uint64
+		bwLine    string
+		iopsLine  string
+		direction string
+	}{
+		{true, 5632, 4096, 1173, []uint64{18952, 19424}, []uint64{4738, 4856},
+			"   bw (  KiB/s): min=18952, max=19424, per=99.91%, avg=19188.00, stdev=333.75, samples=2",
+			"   iops        : min= 4738, max= 4856, avg=4797.00, stdev=83.44, samples=2", "write"},
+		{true, 5632, 4096, 961, []uint64{23776}, []uint64{5944},
+			"   bw (  KiB/s): min=23776, max=23776, per=100.00%, avg=23776.00, stdev= 0.00, samples=1",
+			"   iops        : min= 5944, max= 5944, avg=5944.00, stdev= 0.00, samples=1", "write"},
+		{false, 448593, 4096, 1201, []uint64{1516160, 1523712}, []uint64{379040, 380928},
+			"   bw (  MiB/s): min= 1480, max= 1488, per=100.00%, avg=1484.31, stdev= 5.21, samples=2",
+			"   iops        : min=379040, max=380928, avg=379984.00, stdev=1335.02, samples=2", "read"},
+	} {
+		r := fioJob(tc.write, tc.n, tc.bs, tc.msec, nil)
+		j := &r.Groups[0].Jobs[0]
+		d := &j.Read
+		if tc.write {
+			d = &j.Write
+		}
+		for _, v := range tc.bw {
+			d.BW.Add(v)
+		}
+		for _, v := range tc.iops {
+			d.IOPS.Add(v)
+		}
+		var b strings.Builder
+		require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+		lines := strings.Split(b.String(), "\n")
+		assert.True(t, contains(lines, tc.bwLine), "missing %q in\n%s", tc.bwLine, b.String())
+		assert.True(t, contains(lines, tc.iopsLine), "missing %q in\n%s", tc.iopsLine, b.String())
+
+		// The JSON has the samples unscaled, per= as bw_agg.
+		b.Reset()
+		require.NoError(t, WriteJSON(&b, r, Options{OmitWall: true}))
+		var doc struct {
+			Jobs []map[string]json.RawMessage `json:"jobs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(b.String()), &doc))
+		var dir map[string]any
+		require.NoError(t, json.Unmarshal(doc.Jobs[0][tc.direction], &dir))
+		assert.EqualValues(t, tc.bw[0], dir["bw_min"])
+		assert.EqualValues(t, tc.bw[len(tc.bw)-1], dir["bw_max"])
+		assert.EqualValues(t, len(tc.bw), dir["bw_samples"])
+		assert.EqualValues(t, tc.iops[0], dir["iops_min"])
+		assert.EqualValues(t, len(tc.iops), dir["iops_samples"])
+	}
 }

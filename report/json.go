@@ -52,8 +52,11 @@ import (
 // continue_on_error; "latency_depth" (iodepth), "latency_target" and
 // "latency_window" (0) and "latency_percentile" (100), as fio writes
 // them without latency_target; "desc" when the job has a description.
-// fio's bw_*/iops_* sample figures are left out: blksim does not measure
-// them, and a missing key is better than a made-up zero.
+// Each direction ends with fio's rate samples: "bw_min", "bw_max",
+// "bw_agg" (the mean as a percentage of the group's aggregate
+// bandwidth), "bw_mean", "bw_dev", "bw_samples" (KiB/s), and "iops_min",
+// "iops_max", "iops_mean", "iops_stddev", "iops_samples" (all 0 without
+// samples).
 //
 // "blksim": "seed"; "locks", one object per lock in r.Locks' order with
 // "name", "kind", "read" and "write" ("acquisitions", "contentions",
@@ -95,8 +98,9 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	}
 	jobs := []any{}
 	for gi := range r.Groups {
+		agg := groupAgg(&r.Groups[gi])
 		for ji := range r.Groups[gi].Jobs {
-			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji], opt.Bins))
+			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji], agg, opt.Bins))
 		}
 	}
 	root.add("jobs", jobs)
@@ -122,7 +126,7 @@ func optionsJSON(opts []workload.OptionValue) *jsonObject {
 }
 
 // jobJSON is one entry of "jobs".
-func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
+func jobJSON(j *workload.JobResult, agg [2]uint64, bins bool) *jsonObject {
 	o := new(jsonObject)
 	o.add("jobname", j.Name)
 	o.add("groupid", j.GroupID)
@@ -133,10 +137,10 @@ func jobJSON(j *workload.JobResult, bins bool) *jsonObject {
 		o.add("job options", optionsJSON(j.Options))
 	}
 
-	for _, d := range directions(j) {
-		o.add(d.name, dirJSON(j, d.stats, bins))
+	for i, d := range directions(j) {
+		o.add(d.name, dirJSON(j, d.stats, agg[i], bins))
 	}
-	o.add("trim", dirJSON(j, &emptyDir, false))
+	o.add("trim", dirJSON(j, &emptyDir, 0, false))
 	sync := new(jsonObject)
 	sync.add("total_ios", j.Sync.Issued)
 	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
@@ -190,7 +194,7 @@ func percentsJSON(labels []string, p [7]float64) *jsonObject {
 }
 
 // dirJSON is one direction of a job, as fio's add_ddir_status_json.
-func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject {
+func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool) *jsonObject {
 	var bwBytes uint64
 	var iops float64
 	runt := dirRuntimeMsec(j, d)
@@ -223,6 +227,22 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, bins bool) *jsonObject
 	}
 	o.add("clat_ns", clat)
 	o.add("lat_ns", latJSON(&d.Lat, false))
+	bw, bwAgg := &d.BW, 0.0
+	if bw.N > 0 {
+		bwAgg = aggPercent(agg, bw.Mean)
+	}
+	o.add("bw_min", bw.Min)
+	o.add("bw_max", bw.Max)
+	o.add("bw_agg", bwAgg)
+	o.add("bw_mean", bw.Mean)
+	o.add("bw_dev", bw.Stddev())
+	o.add("bw_samples", bw.N)
+	io := &d.IOPS
+	o.add("iops_min", io.Min)
+	o.add("iops_max", io.Max)
+	o.add("iops_mean", io.Mean)
+	o.add("iops_stddev", io.Stddev())
+	o.add("iops_samples", io.N)
 	return o
 }
 

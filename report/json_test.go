@@ -73,7 +73,8 @@ func TestWriteJSONParsesWithFioFieldNames(t *testing.T) {
 		"usr_cpu", "sys_cpu", "ctx", "majf", "minf", "iodepth_level", "iodepth_submit", "iodepth_complete",
 		"latency_ns", "latency_us", "latency_ms", "latency_depth", "latency_target", "latency_percentile", "latency_window"}
 	wantDirKeys := []string{"io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios",
-		"short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns"}
+		"short_ios", "drop_ios", "slat_ns", "clat_ns", "lat_ns", "bw_min", "bw_max", "bw_agg", "bw_mean",
+		"bw_dev", "bw_samples", "iops_min", "iops_max", "iops_mean", "iops_stddev", "iops_samples"}
 	// "job options" only for a job whose section gave options, as fio.
 	withOptions := map[int]bool{0: true, 1: true, 2: true}
 	for i, j := range jobs {

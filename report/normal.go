@@ -68,8 +68,9 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	writeDescriptions(b, r)
 	b.WriteString("\n")
 	for gi := range r.Groups {
+		agg := groupAgg(&r.Groups[gi])
 		for ji := range r.Groups[gi].Jobs {
-			writeJobNormal(b, &r.Groups[gi].Jobs[ji])
+			writeJobNormal(b, &r.Groups[gi].Jobs[ji], agg)
 		}
 	}
 	for gi := range r.Groups {
@@ -138,8 +139,9 @@ func bsBounds(j *workload.JobResult, d int) (lo, hi string) {
 	return num2str(uint64(max(j.BS[d], 0)), sigFigs, true, "B"), num2str(uint64(max(hiB, 0)), sigFigs, true, "B")
 }
 
-// writeJobNormal writes one job's block.
-func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
+// writeJobNormal writes one job's block; agg is its group's aggregate
+// bandwidth per direction (groupAgg).
+func writeJobNormal(b *bufio.Writer, j *workload.JobResult, agg [2]uint64) {
 	errno, msg := j.ReportedError()
 	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && issuedRW(j) == 0 && errno == 0 {
 		return
@@ -154,9 +156,9 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult) {
 	if j.Description != "" {
 		fmt.Fprintf(b, "  Description  : [%s]\n", j.Description)
 	}
-	for _, d := range directions(j) {
+	for i, d := range directions(j) {
 		if d.stats.Bytes != 0 {
-			writeDirNormal(b, j, d)
+			writeDirNormal(b, j, d, agg[i])
 		}
 	}
 	writeLatDist(b, j)
@@ -289,8 +291,9 @@ func integrityFigures(s *workload.IntegrityStats) string {
 		s.TornReads, s.TornPages, s.StaleReads, s.StalePages)
 }
 
-// writeDirNormal writes one direction of a job, as fio's show_ddir_status.
-func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction) {
+// writeDirNormal writes one direction of a job, as fio's show_ddir_status;
+// agg is the group's aggregate bandwidth in the direction.
+func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uint64) {
 	runt := dirRuntimeMsec(j, d.stats)
 	if runt == 0 {
 		return
@@ -315,6 +318,31 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction) {
 	if s.Clat.Count() > 0 && !j.NoClatPercentiles {
 		b.WriteString(percentileBlock("clat", defaultPercentiles[:], percentiles(&s.Clat)))
 	}
+	if r := &s.BW; r.N > 0 {
+		// KiB/s, or MiB/s above 1 GiB/s; min and max cut to integers.
+		unit, div := "KiB", 1.0
+		if r.Mean > 1024*1024 {
+			unit, div = "MiB", 1024
+		}
+		fmt.Fprintf(b, "   bw (%5s/s): min=%5d, max=%5d, per=%3.2f%%, avg=%5.02f, stdev=%5.02f, samples=%d\n",
+			unit, uint64(float64(r.Min)/div), uint64(float64(r.Max)/div), aggPercent(agg, r.Mean),
+			r.Mean/div, r.Stddev()/div, r.N)
+	}
+	if r := &s.IOPS; r.N > 0 {
+		fmt.Fprintf(b, "   iops        : min=%5d, max=%5d, avg=%5.02f, stdev=%5.02f, samples=%d\n",
+			r.Min, r.Max, r.Mean, r.Stddev(), r.N)
+	}
+}
+
+// aggPercent is fio's convert_agg_kbytes_percent: a job's mean bandwidth
+// sample (KiB/s, cut to an integer) as a percentage of its group's
+// aggregate bandwidth agg (bytes/s), at most 100; 100 when agg is 1 KiB/s
+// or less.
+func aggPercent(agg uint64, mean float64) float64 {
+	if agg <= 1024 {
+		return 100
+	}
+	return min(float64(int64(mean))*100/(float64(agg)/1024), 100)
 }
 
 // statusNames label the run status lines, right-aligned as fio's.
@@ -327,9 +355,8 @@ type groupRun struct {
 	ioBytes        uint64
 }
 
-// writeGroupStatus writes a "Run status group" block, as fio's
-// show_group_stats.
-func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
+// groupRuns is fio's group_run_stats of group g, per direction.
+func groupRuns(g *workload.GroupResult) [2]groupRun {
 	var runs [2]groupRun
 	for ji := range g.Jobs {
 		j := &g.Jobs[ji]
@@ -348,12 +375,34 @@ func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
 			gr.ioBytes += d.stats.Bytes
 		}
 	}
+	return runs
+}
+
+// agg is the group's aggregate bandwidth in bytes/s (fio's rs->agg): its
+// bytes over its longest runtime; 0 without a runtime.
+func (gr *groupRun) agg() uint64 {
+	if gr.maxRun == 0 {
+		return 0
+	}
+	return gr.ioBytes * 1000 / gr.maxRun
+}
+
+// groupAgg is group g's aggregate bandwidth per direction (groupRun.agg).
+func groupAgg(g *workload.GroupResult) [2]uint64 {
+	runs := groupRuns(g)
+	return [2]uint64{runs[0].agg(), runs[1].agg()}
+}
+
+// writeGroupStatus writes a "Run status group" block, as fio's
+// show_group_stats.
+func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
+	runs := groupRuns(g)
 	fmt.Fprintf(b, "\nRun status group %d (all jobs):\n", g.GroupID)
 	for i, gr := range runs {
 		if gr.maxRun == 0 {
 			continue
 		}
-		agg := gr.ioBytes * 1000 / gr.maxRun
+		agg := gr.agg()
 		aggBin, aggDec := formatBW(agg)
 		minBin, minDec := formatBW(gr.minBW)
 		maxBin, maxDec := formatBW(gr.maxBW)

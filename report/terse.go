@@ -68,26 +68,28 @@ func WriteTerse(w io.Writer, r *workload.Result, opt Options) error {
 	}
 	b := bufio.NewWriter(w)
 	for gi := range r.Groups {
+		agg := groupAgg(&r.Groups[gi])
 		for ji := range r.Groups[gi].Jobs {
-			writeJobTerse(b, &r.Groups[gi].Jobs[ji], r.Disks, ver)
+			writeJobTerse(b, &r.Groups[gi].Jobs[ji], agg, r.Disks, ver)
 		}
 	}
 	return b.Flush()
 }
 
-// writeJobTerse writes one job's terse line.
-func writeJobTerse(b *bufio.Writer, j *workload.JobResult, disks []workload.DiskResult, ver int) {
+// writeJobTerse writes one job's terse line; agg is its group's aggregate
+// bandwidth per direction.
+func writeJobTerse(b *bufio.Writer, j *workload.JobResult, agg [2]uint64, disks []workload.DiskResult, ver int) {
 	errno, _ := j.ReportedError()
 	if ver == 2 {
 		fmt.Fprintf(b, "2;%s;%d;%d", j.Name, j.GroupID, errno)
 	} else {
 		fmt.Fprintf(b, "%d;%s;%s;%d;%d", ver, terseFioVersion, j.Name, j.GroupID, errno)
 	}
-	for _, d := range directions(j) {
-		writeDirTerse(b, j, d.stats, ver)
+	for i, d := range directions(j) {
+		writeDirTerse(b, j, d.stats, agg[i], ver)
 	}
 	if ver != 3 {
-		writeDirTerse(b, j, &emptyDir, ver)
+		writeDirTerse(b, j, &emptyDir, 0, ver)
 	}
 	// CPU: usr, sys, context switches, major and minor faults (not
 	// modelled: 0).
@@ -156,7 +158,7 @@ func formatPercent(p float64) string {
 
 // writeDirTerse writes one direction's fields, as fio's
 // show_ddir_status_terse.
-func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats, ver int) {
+func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats, agg uint64, ver int) {
 	var bw, iops uint64
 	runt := dirRuntimeMsec(j, d)
 	if runt > 0 {
@@ -178,13 +180,24 @@ func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats,
 		b.WriteString(";" + strconv.FormatFloat(defaultPercentiles[i], 'f', 6, 64) + "%=" + strconv.FormatUint(vals[i]/1000, 10))
 	}
 	writeLatTerse(b, d.Lat.Count(), d.Lat.Min(), d.Lat.Max(), d.Lat.Mean(), d.Lat.Stddev())
-	// Bandwidth samples: min, max, percentage of the group's aggregate,
-	// mean, stddev; blksim takes none.
-	b.WriteString(";0;0;0.000000%;0.000000;0.000000")
+	// Bandwidth samples: min, max, percentage of the group's aggregate
+	// (here with the aggregate cut to whole KiB/s), mean, stddev.
+	bs := &d.BW
+	if bs.N > 0 {
+		p := 100.0
+		if agg != 0 {
+			p = min(bs.Mean*100/float64(agg/1024), 100)
+		}
+		fmt.Fprintf(b, ";%d;%d;%f%%;%f;%f", bs.Min, bs.Max, p, bs.Mean, bs.Stddev())
+	} else {
+		b.WriteString(";0;0;0.000000%;0.000000;0.000000")
+	}
 	if ver == 5 {
 		// Their count, then the IOPS samples' min, max, mean, stddev and
 		// count.
-		b.WriteString(";0;0;0;0.000000;0.000000;0")
+		fmt.Fprintf(b, ";%d", bs.N)
+		io := &d.IOPS
+		fmt.Fprintf(b, ";%d;%d;%f;%f;%d", io.Min, io.Max, io.Mean, io.Stddev(), io.N)
 	}
 }
 

@@ -103,7 +103,12 @@ func TestWriteTerseV3ByName(t *testing.T) {
 		{"read_clat_pct01", "1.000000%=" + strconv.FormatInt(j.Read.Clat.Percentile(1)/1000, 10)},
 		{"read_clat_pct17", "99.990000%=" + strconv.FormatInt(j.Read.Clat.Percentile(99.99)/1000, 10)},
 		{"read_clat_pct18", "0%=0"},
-		{"read_bw_agg_pct", "0.000000%"},
+		// The samples' mean over the group's aggregate bandwidth, that
+		// cut to whole KiB/s (80000 KiB in 2.501 s).
+		{"read_bw_agg_pct", fmt.Sprintf("%f%%", j.Read.BW.Mean*100/float64(80000*1024*1000/2501/1024))},
+		{"read_bw_min_kb", strconv.FormatUint(j.Read.BW.Min, 10)},
+		{"read_bw_mean_kb", fmt.Sprintf("%f", j.Read.BW.Mean)},
+		{"write_bw_agg_pct", "0.000000%"},
 		{"write_kb", "0"},
 		{"write_clat_pct01", "1.000000%=0"},
 		{"cpu_user", fmt.Sprintf("%f%%", usr)},

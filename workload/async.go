@@ -509,6 +509,9 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 			d.Lat.Record(int64(now - u.start))
 		}
 	}
+	if u.check == checkNone || u.check == checkWritten && !j.verify.inPhase {
+		j.sampleDone(u.dir, u.bs, now)
+	}
 	io := ioReq{dir: u.dir, file: u.file, off: u.off - u.file.regionOff, bs: u.bs, check: u.check}
 	if !j.completed(io, u.stamp, u.cb.Data) && a.stop == running {
 		a.stop = stopFailed

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,4 +109,71 @@ func TestEndFsyncEachLoop(t *testing.T) {
 			assert.Equal(t, tc.submits, j.Depths.Submits)
 		})
 	}
+}
+
+// fio's bandwidth and IOPS samples: one per bwavgtime (iopsavgtime)
+// interval from the job's start after ramp_time, each the interval's
+// amount over its length; the interval the job ends in gives none.
+func TestRateSamples(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+		samples     uint64
+	}{
+		{"default 500 ms", "", 4},
+		{"bwavgtime=250", "bwavgtime=250\niopsavgtime=250\n", 8},
+		{"ramp_time", "ramp_time=1s\n", 4},
+		{"runtime not a multiple", "runtime=2200ms\n", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			j := onlyJob(t, runOn(t, st, "[j]\nrw=randread\nbs=4k\nsize=64m\ndirect=1\ntime_based\nruntime=2s\n"+tc.extra))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			r := &j.Read
+			assert.Equal(t, tc.samples, r.BW.N)
+			assert.Equal(t, tc.samples, r.IOPS.N)
+			assert.Zero(t, j.Write.BW.N+j.Write.IOPS.N, "no writes, no samples")
+			// Each IOPS sample is an interval's IOs times 1000 over its
+			// length in ms: together the IOs of the whole intervals, all
+			// but those completed in the last, partial one.
+			avgMS := uint64(500)
+			if strings.Contains(tc.extra, "250") {
+				avgMS = 250
+			}
+			ios := uint64(math.Round(r.IOPS.Mean*float64(r.IOPS.N))) * avgMS / 1000
+			assert.LessOrEqual(t, ios, r.IOs)
+			switch {
+			case strings.Contains(tc.name, "ramp"):
+				// Samples count IOs by when they complete, so the IO in
+				// flight at the ramp's end is in them (the job's IOs
+				// count those started after it), and the one in flight
+				// at the end is not.
+				assert.Equal(t, r.IOs, ios)
+			case !strings.Contains(tc.name, "multiple"):
+				// The runtime ends on an interval's end; the IO in
+				// flight then completes after it.
+				assert.Equal(t, r.IOs-1, ios)
+			}
+			// The same intervals in KiB/s: 4 KiB per IO.
+			assert.InDelta(t, 4*r.IOPS.Mean, r.BW.Mean, 1)
+			assert.LessOrEqual(t, r.IOPS.Min, r.IOPS.Max)
+			assert.Greater(t, r.IOPS.Min, uint64(0))
+		})
+	}
+}
+
+// Verify reads are not sampled; an async engine's completions are sampled
+// when reaped, as fio counts them.
+func TestRateSamplesVerifyAndAsync(t *testing.T) {
+	st := newStack(t, 1)
+	j := onlyJob(t, runOn(t, st, "[j]\nrw=write\nbs=4k\nsize=32m\ndirect=1\nverify=crc32c\n"))
+	require.Zero(t, j.Error, j.ErrorMsg)
+	assert.NotZero(t, j.Read.IOs, "verify read the file back")
+	assert.Zero(t, j.Read.BW.N, "verify reads are not sampled")
+
+	st = newStack(t, 1)
+	j = onlyJob(t, runOn(t, st, "[j]\nioengine=libaio\niodepth=16\nrw=randread\nbs=4k\nsize=64m\ndirect=1\ntime_based\nruntime=1s\n"))
+	require.Zero(t, j.Error, j.ErrorMsg)
+	assert.Equal(t, uint64(2), j.Read.IOPS.N)
+	// All but the 16 in flight at the end of the runtime, reaped after it.
+	assert.Equal(t, j.Read.IOs-16, uint64(math.Round(j.Read.IOPS.Mean*2))/2)
 }

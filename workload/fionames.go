@@ -171,8 +171,6 @@ var notModelledReasons = map[string]string{
 	"allow_mounted_write":   "blksim's device is simulated",
 	"allow_file_create":     "blksim always creates the job's file",
 	"overwrite":             "blksim always lays the file out before the job",
-	"bwavgtime":             "blksim reports no bandwidth samples",
-	"iopsavgtime":           "blksim reports no IOPS samples",
 	"thinktime_iotime":      "not modelled",
 	"rate_ignore_thinktime": "not modelled",
 }

@@ -88,4 +88,3 @@ func (j *job) ioFailed(err error, ddir, file string, off, buflen int64) bool {
 	}
 	return false
 }
-

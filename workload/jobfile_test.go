@@ -662,6 +662,16 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// bwavgtime and iopsavgtime are whole milliseconds; unset, they are 0
+// (fio's 500 ms).
+func TestParseAvgTimes(t *testing.T) {
+	js := parseOne(t, "[j]\nbwavgtime=250\niopsavgtime=1k\n")
+	assert.Equal(t, 250*time.Millisecond, js.BWAvgTime)
+	assert.Equal(t, 1024*time.Millisecond, js.IOPSAvgTime)
+	js = parseOne(t, "[j]\n")
+	assert.Zero(t, js.BWAvgTime+js.IOPSAvgTime)
+}
+
 func TestParseErrorFormat(t *testing.T) {
 	tests := []struct {
 		src  string
@@ -674,6 +684,8 @@ func TestParseErrorFormat(t *testing.T) {
 		{"[j\n", `bad.fio:1: syntax error: section header "[j" must end with "]"`},
 		{"bs=4k\n", `bad.fio:1: option "bs": syntax error: option outside of any section: add a [global] or [jobname] header above it`},
 		{"[j]\nrw=randtrim\n", `bad.fio:2: option "rw": rw=randtrim: trim is not modelled by blksim`},
+		{"[j]\nbwavgtime=0\n", `bad.fio:2: option "bwavgtime": bad value "0": expected an integer >= 1`},
+		{"[j]\niopsavgtime=x\n", `bad.fio:2: option "iopsavgtime": bad value "x": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
 	}
 	for _, tt := range tests {
 		_, err := Parse("bad.fio", strings.NewReader(tt.src), noEnv)

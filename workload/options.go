@@ -430,6 +430,15 @@ var optionTable = []option{
 		js.ThinkTimeBlocks = int(v.Int)
 		return nil
 	}},
+	// fio's rate-sample intervals, integers in milliseconds.
+	{name: "bwavgtime", kind: kindInt, min: 1, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.BWAvgTime = time.Duration(v.Int) * time.Millisecond
+		return nil
+	}},
+	{name: "iopsavgtime", kind: kindInt, min: 1, max: math.MaxInt32, set: func(js *JobSpec, v optionValue) error {
+		js.IOPSAvgTime = time.Duration(v.Int) * time.Millisecond
+		return nil
+	}},
 	{name: "thinktime_blocks_type", kind: kindRaw, expectText: "complete or issue", set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
 		case "complete":

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"math/bits"
 	"time"
 
@@ -41,6 +42,66 @@ type DirStats struct {
 	// ClatDist counts the same completion latencies as Clat in fio's
 	// latency-distribution buckets (the terse output's latency fields).
 	ClatDist LatencyDist
+	// BW and IOPS are fio's bandwidth (KiB/s) and IOPS samples of the
+	// direction (its bw_stat and iops_stat, the "bw (  KiB/s)" and "iops"
+	// lines): one per bwavgtime (iopsavgtime) interval of the job's run,
+	// counted from its start (after ramp_time), in which IOs of the
+	// direction completed, each the interval's bytes (IOs) times 1000 over
+	// its length in ms, cut to an integer (and to KiB). Reads a verify
+	// phase does to check data are not counted, nor an interval the job
+	// ended in, as fio samples neither.
+	BW, IOPS RateSamples
+}
+
+// RateSamples summarise a series of rate samples as fio's io_stat does:
+// their number, smallest and largest value, and the running mean and sum
+// of squared deviations (Welford's method, add_stat_sample). The zero
+// value is empty and ready to use.
+type RateSamples struct {
+	N        uint64
+	Min, Max uint64
+	Mean, S  float64
+}
+
+// Add records the sample v.
+func (r *RateSamples) Add(v uint64) {
+	if r.N == 0 || v < r.Min {
+		r.Min = v
+	}
+	r.Max = max(r.Max, v)
+	delta := float64(v) - r.Mean
+	if delta != 0 {
+		r.Mean += delta / float64(r.N+1)
+		r.S += delta * (float64(v) - r.Mean)
+	}
+	r.N++
+}
+
+// Stddev is the samples' sample standard deviation (0 for fewer than two).
+func (r *RateSamples) Stddev() float64 {
+	if r.N < 2 {
+		return 0
+	}
+	return math.Sqrt(r.S / float64(r.N-1))
+}
+
+// Merge adds o to r as fio's group_reporting does for rates (stat.c
+// sum_stat with pure_sum): the jobs' minima, maxima, means and sums of
+// squares add up, as do their sample counts, so the result describes the
+// group's combined rate.
+func (r *RateSamples) Merge(o *RateSamples) {
+	if o.N == 0 {
+		return
+	}
+	if r.N == 0 {
+		*r = *o
+		return
+	}
+	r.Min += o.Min
+	r.Max += o.Max
+	r.N += o.N
+	r.Mean += o.Mean
+	r.S += o.S
 }
 
 // SyncStats are a job's fsync and fdatasync calls made for fsync=N or
@@ -78,6 +139,8 @@ func (d *DirStats) Merge(o *DirStats) {
 	d.Clat.Merge(&o.Clat)
 	d.Lat.Merge(&o.Lat)
 	d.ClatDist.Merge(&o.ClatDist)
+	d.BW.Merge(&o.BW)
+	d.IOPS.Merge(&o.IOPS)
 }
 
 // LatencyDist counts latencies in fio's distribution buckets (fio's

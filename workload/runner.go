@@ -165,6 +165,10 @@ type job struct {
 	syncFile     *jobFile
 	lastWasSync  bool
 	stamp        blockdev.Stamp
+	// samplers take the job's rate samples; phaseEnd is when its last
+	// IO or verify phase ended, where they stop.
+	samplers rateSamplers
+	phaseEnd sim.Time
 
 	// How much one loop does, and the unit random offsets are multiples
 	// of without the random map (alignUnit).
@@ -858,6 +862,7 @@ func (j *job) begin(now sim.Time) {
 	j.rate.start = now
 	j.think.start = now
 	j.think.on = s.ThinkTime > 0
+	j.startSamplers(j.statsFrom)
 }
 
 // run is the job's simulated thread for a synchronous engine (runAsync is
@@ -964,6 +969,7 @@ func (j *job) dirStats(dir blockdev.Op) *DirStats {
 // verify when the runtime ran out).
 func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 	s := j.spec
+	defer func() { j.finishSamplers(j.phaseEnd) }()
 	for l := 0; l < max(s.Loops, 1) || s.TimeBased; l++ {
 		if l > 0 {
 			j.newLoop()
@@ -974,6 +980,7 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 			}
 		} else {
 			stop := phase(t)
+			j.phaseEnd = t.Now() + sim.Time(t.Owed())
 			j.endFsync(t)
 			if stop != stopDone || j.ios == 0 {
 				// (A phase that did nothing would loop a time_based
@@ -987,6 +994,7 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 		j.verify.startPhase()
 		from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
 		stop := phase(t)
+		j.phaseEnd = t.Now() + sim.Time(t.Owed())
 		j.verify.endPhase()
 		if to := t.Now() + sim.Time(t.Owed()); to > from {
 			j.verifyTime += to - from
@@ -1189,6 +1197,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
 			j.bytes += io.bs
 			j.ios++
+			j.sampleDone(io.dir, io.bs, end)
 		}
 		if !j.completed(io, j.stamp, j.data) {
 			return stopFailed

@@ -807,7 +807,7 @@ func TestRunFsyncEveryNIsTimedApart(t *testing.T) {
 			j := onlyJob(t, res)
 			require.Zero(t, j.Error, j.ErrorMsg)
 			assert.Equal(t, tc.syncs, j.Sync.IOs)
-			assert.Equal(t, tc.syncs, j.Sync.Issued)
+			assert.Equal(t, tc.syncs, j.Sync.Issued+j.Sync.IssuedDatasync)
 			assert.Equal(t, tc.syncs, j.Sync.Lat.Count())
 			assert.Equal(t, tc.synced, st.FS.Writeback().Stats().Written[writeback.ReasonFsync])
 			if tc.syncs == 0 {

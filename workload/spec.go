@@ -315,6 +315,11 @@ type JobSpec struct {
 	ThinkTimeSpin   time.Duration
 	ThinkTimeBlocks int
 	ThinkTimeIssue  bool
+	// BWAvgTime and IOPSAvgTime are fio's bwavgtime and iopsavgtime (in
+	// whole milliseconds in a job file): the intervals of the job's
+	// bandwidth and IOPS samples (DirStats.BW and IOPS); 0 means fio's
+	// default, 500 ms.
+	BWAvgTime, IOPSAvgTime time.Duration
 	// StartDelay is fio's startdelay=: the job starts this long after the
 	// run does, a range [min, max] from which each clone draws its own.
 	StartDelay [2]time.Duration
