@@ -23,14 +23,16 @@ func utilPct(d *workload.DiskResult) float64 {
 	return 100 * float64(d.Stats.IOTicks) / float64(d.Elapsed)
 }
 
-// writeDiskStats writes fio's "Disk stats (read/write)" block.
+// writeDiskStats writes fio's "Disk stats (read/write)" block, as fio
+// 3.33's print_disk_util (later fio versions add sectors=; the iostat
+// table has the amounts).
 func writeDiskStats(b *bufio.Writer, disks []workload.DiskResult) {
 	b.WriteString("\nDisk stats (read/write):\n")
 	for i := range disks {
 		d := &disks[i]
 		s := &d.Stats
-		fmt.Fprintf(b, "  %s: ios=%d/%d, sectors=%d/%d, merge=%d/%d, ticks=%d/%d, in_queue=%d, util=%.2f%%\n",
-			d.Name, s.IOs[0], s.IOs[1], s.Sectors[0], s.Sectors[1], s.Merges[0], s.Merges[1],
+		fmt.Fprintf(b, "  %s: ios=%d/%d, merge=%d/%d, ticks=%d/%d, in_queue=%d, util=%.2f%%\n",
+			d.Name, s.IOs[0], s.IOs[1], s.Merges[0], s.Merges[1],
 			msec(s.Ticks[0]), msec(s.Ticks[1]), msec(s.TimeInQueue), utilPct(d))
 	}
 }
@@ -155,8 +157,6 @@ func diskUtilJSON(disks []workload.DiskResult) []any {
 		o.add("name", d.Name)
 		o.add("read_ios", s.IOs[0])
 		o.add("write_ios", s.IOs[1])
-		o.add("read_sectors", s.Sectors[0])
-		o.add("write_sectors", s.Sectors[1])
 		o.add("read_merges", s.Merges[0])
 		o.add("write_merges", s.Merges[1])
 		o.add("read_ticks", msec(s.Ticks[0]))

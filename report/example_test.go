@@ -38,9 +38,11 @@ func ExampleWriteNormal() {
 	}
 	// Output:
 	// mytest: (g=0): rw=write, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=sync, iodepth=1
+	// blksim
+	// Starting 1 process
 	//
 	// mytest: (groupid=0, jobs=1): err= 0: pid=0: Thu Jan  1 00:00:00 1970
-	//   write: IOPS=4801, BW=18.8MiB/s (19.7MB/s)(22.0MiB/1173msec)
+	//   write: IOPS=4801, BW=18.8MiB/s (19.7MB/s)(22.0MiB/1173msec); 0 zone resets
 	//     clat (nsec): min=10000, max=21262, avg=15631.00, stdev=3251.93
 	//      lat (nsec): min=10000, max=21262, avg=15631.00, stdev=3251.93
 	//     clat percentiles (nsec):

@@ -200,26 +200,26 @@ func TestDirectionAndGroupLinesMatchFio(t *testing.T) {
 		grpLine string
 	}{
 		{5632, 4096, 1173,
-			"  write: IOPS=4801, BW=18.8MiB/s (19.7MB/s)(22.0MiB/1173msec)",
+			"  write: IOPS=4801, BW=18.8MiB/s (19.7MB/s)(22.0MiB/1173msec); 0 zone resets",
 			"  WRITE: bw=18.8MiB/s (19.7MB/s), 18.8MiB/s-18.8MiB/s (19.7MB/s-19.7MB/s), io=22.0MiB (23.1MB), run=1173-1173msec"},
 		{5632, 4096, 59030,
-			"  write: IOPS=95, BW=382KiB/s (391kB/s)(22.0MiB/59030msec)",
+			"  write: IOPS=95, BW=382KiB/s (391kB/s)(22.0MiB/59030msec); 0 zone resets",
 			"  WRITE: bw=382KiB/s (391kB/s), 382KiB/s-382KiB/s (391kB/s-391kB/s), io=22.0MiB (23.1MB), run=59030-59030msec"},
 		{5632, 4096, 961,
-			"  write: IOPS=5860, BW=22.9MiB/s (24.0MB/s)(22.0MiB/961msec)",
+			"  write: IOPS=5860, BW=22.9MiB/s (24.0MB/s)(22.0MiB/961msec); 0 zone resets",
 			"  WRITE: bw=22.9MiB/s (24.0MB/s), 22.9MiB/s-22.9MiB/s (24.0MB/s-24.0MB/s), io=22.0MiB (23.1MB), run=961-961msec"},
 		{5632, 4096, 302,
-			"  write: IOPS=18.6k, BW=72.8MiB/s (76.4MB/s)(22.0MiB/302msec)",
+			"  write: IOPS=18.6k, BW=72.8MiB/s (76.4MB/s)(22.0MiB/302msec); 0 zone resets",
 			"  WRITE: bw=72.8MiB/s (76.4MB/s), 72.8MiB/s-72.8MiB/s (76.4MB/s-76.4MB/s), io=22.0MiB (23.1MB), run=302-302msec"},
 		{5632, 4096, 39092,
-			"  write: IOPS=144, BW=576KiB/s (590kB/s)(22.0MiB/39092msec)",
+			"  write: IOPS=144, BW=576KiB/s (590kB/s)(22.0MiB/39092msec); 0 zone resets",
 			"  WRITE: bw=576KiB/s (590kB/s), 576KiB/s-576KiB/s (590kB/s-590kB/s), io=22.0MiB (23.1MB), run=39092-39092msec"},
 		{5632, 4096, 1997,
-			"  write: IOPS=2820, BW=11.0MiB/s (11.6MB/s)(22.0MiB/1997msec)",
+			"  write: IOPS=2820, BW=11.0MiB/s (11.6MB/s)(22.0MiB/1997msec); 0 zone resets",
 			"  WRITE: bw=11.0MiB/s (11.6MB/s), 11.0MiB/s-11.0MiB/s (11.6MB/s-11.6MB/s), io=22.0MiB (23.1MB), run=1997-1997msec"},
 		// fio 3.25 printed "21.0MiB" here (see TestNum2Str).
 		{10029, 2300, 4328,
-			"  write: IOPS=2317, BW=5205KiB/s (5330kB/s)(22.0MiB/4328msec)",
+			"  write: IOPS=2317, BW=5205KiB/s (5330kB/s)(22.0MiB/4328msec); 0 zone resets",
 			"  WRITE: bw=5205KiB/s (5330kB/s), 5205KiB/s-5205KiB/s (5330kB/s-5330kB/s), io=22.0MiB (23.1MB), run=4328-4328msec"},
 	}
 	for _, tt := range tests {

@@ -20,15 +20,18 @@ import (
 // spaces a level), with floats printed as fio's %f (six decimals).
 //
 // Top level: "fio version" ("blksim"), "timestamp" and "timestamp_ms" (0, to
-// be deterministic), "global options" (when the run had any: the [global]
-// and command-line options, each name with its value as written, "" for a
-// bare flag, as fio's json_add_job_opts writes them), "jobs" (one object per
+// be deterministic), "time" (the fixed date of the normal output),
+// "global options" (when the run had any: the [global]
+// and command-line options, each name with its value as written, as fio
+// 3.33's json_add_job_opts writes them: options without a value are left
+// out and filename comes last; a command-line job's options start with
+// its "name"), "jobs" (one object per
 // JobResult, groups in order), "disk_util" (fio's per-device counters:
-// "name", "read_ios", "write_ios", "read_sectors", "write_sectors",
-// "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue" in
+// "name", "read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue" in
 // msec, "util" in percent) when r.Disks is set, "blksim".
 //
-// Each job: "jobname", "groupid", "error", "job options" (when its section
+// Each job: "jobname", "groupid", "error", "eta" (0), "elapsed" (the
+// run's simulated time in whole seconds, rounded up), "job options" (when its section
 // gave any: those options, as "global options" are written), then
 // "read", "write", "trim" and "sync", then "job_runtime" (msec). A direction
 // has "io_bytes", "io_kbytes", "bw_bytes", "bw" (KiB/s), "iops" (float),
@@ -93,14 +96,18 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	root.add("fio version", "blksim")
 	root.add("timestamp", 0)
 	root.add("timestamp_ms", 0)
-	if len(r.GlobalOptions) > 0 {
-		root.add("global options", optionsJSON(r.GlobalOptions))
+	root.add("time", fixedDate)
+	if globals := optionsJSON(r.GlobalOptions); len(globals.keys) > 0 {
+		root.add("global options", globals)
 	}
+	// fio's per-job "elapsed" is the run's time so far in whole seconds,
+	// rounded up (eta.c calc_thread_status); here the simulated time.
+	elapsed := (uint64(r.Engine.SimulatedSeconds*1000) + 999) / 1000
 	jobs := []any{}
 	for gi := range r.Groups {
 		agg := groupAgg(&r.Groups[gi])
 		for ji := range r.Groups[gi].Jobs {
-			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji], agg, opt.Bins))
+			jobs = append(jobs, jobJSON(&r.Groups[gi].Jobs[ji], agg, elapsed, opt.Bins))
 		}
 	}
 	root.add("jobs", jobs)
@@ -115,26 +122,39 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 	return b.Flush()
 }
 
-// optionsJSON is fio's "job options" or "global options": each option's
-// name and value as given, in order, as json_add_job_opts writes them.
+// optionsJSON is fio's "job options" or "global options" as fio 3.33
+// writes them (json_add_job_opts): each option's name and value as given,
+// in order, except that options without a value (bare flags such as
+// group_reporting) are left out and filename comes last.
 func optionsJSON(opts []workload.OptionValue) *jsonObject {
 	o := new(jsonObject)
+	var filename []workload.OptionValue
 	for _, v := range opts {
+		switch {
+		case v.Value == "":
+		case v.Name == "filename":
+			filename = append(filename, v)
+		default:
+			o.add(v.Name, v.Value)
+		}
+	}
+	for _, v := range filename {
 		o.add(v.Name, v.Value)
 	}
 	return o
 }
 
 // jobJSON is one entry of "jobs".
-func jobJSON(j *workload.JobResult, agg [2]uint64, bins bool) *jsonObject {
+func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *jsonObject {
 	o := new(jsonObject)
 	o.add("jobname", j.Name)
 	o.add("groupid", j.GroupID)
 	errno, _ := j.ReportedError()
 	o.add("error", errno)
-
-	if len(j.Options) > 0 {
-		o.add("job options", optionsJSON(j.Options))
+	o.add("eta", 0)
+	o.add("elapsed", elapsed)
+	if opts := optionsJSON(j.Options); len(opts.keys) > 0 {
+		o.add("job options", opts)
 	}
 
 	for i, d := range directions(j) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/blksim/blksim/internal/latency"
@@ -19,19 +20,27 @@ import (
 //
 //   - one description line per job section, as fio prints when it starts
 //     ("name: (g=0): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B,
-//     (T) 4096B-4096B, ioengine=psync, iodepth=1"); consecutive results of
-//     the same name and group are numjobs clones, printed as fio does: a
-//     "..." line for the second and nothing for the rest;
+//     (T) 4096B-4096B, ioengine=psync, iodepth=1"); numjobs clones
+//     (consecutive results of the same name and group, or a
+//     group_reporting result of several jobs) get fio's "..." line;
+//   - the version line ("blksim", where fio prints fio-3.33) and
+//     "Starting N processes" (threads and processes counted apart, as
+//     fio's);
 //   - a blank line, then every job's block, group after group: the header
-//     "name: (groupid=G, jobs=N): err= 0: pid=ID: DATE", then for each
-//     direction that moved bytes in at least 1 ms of runtime the "read:"
-//     or "write:" line (IOPS, bandwidth, amount and runtime), the slat,
-//     clat and lat lines for those with samples, and the clat percentile
-//     block (fio's default percentile list), for a job that made
-//     fsync=N or fdatasync=N calls the "fsync/fdatasync/sync_file_range:"
-//     block (their "sync" latency line and percentiles, as fio 3.25-3.33
-//     print it), and fio's "cpu" line (usr and sys percent of the
-//     runtime, ctx; majf and minf are 0);
+//     "name: (groupid=G, jobs=N): err= 0: pid=ID: DATE", the "Description
+//     :" line of a job with one, then for each direction that moved bytes
+//     in at least 1 ms of runtime the "read:" or "write:" line (IOPS from
+//     the IOs issued, bandwidth, amount and runtime; a write line ends
+//     with fio 3.33's "; 0 zone resets"), the slat, clat and lat lines for
+//     those with samples, the clat percentile block (fio's default
+//     percentile list), and the "bw" and "iops" sample lines when it has
+//     samples; then the latency distribution ("lat (usec)   : ..."), for a
+//     job that made fsync=N or fdatasync=N calls the
+//     "fsync/fdatasync/sync_file_range:" block (their "sync" latency line
+//     and percentiles, as fio 3.25-3.33 print it), fio's "cpu" line (usr
+//     and sys percent of the runtime, ctx; majf and minf are 0), the "IO
+//     depths", "submit", "complete" and "issued rwts" lines, the "errors"
+//     line with continue_on_error and the "latency" line;
 //   - for each group, "Run status group G (all jobs):" and one line per
 //     direction with the aggregate bandwidth (bytes over the longest
 //     runtime), the per-job bandwidth range, the amount and the runtime
@@ -49,10 +58,10 @@ import (
 //
 // Differences from fio, all deliberate: DATE is the fixed
 // "Thu Jan  1 00:00:00 1970" and pid= is the job's JobID (simulated jobs have
-// neither clocks nor processes); jobs= is JobResult.Jobs (at least 1); the bw/iops sample
-// lines, the latency distribution, IO depth and issued lines are left
-// out (blksim does not measure them); a job that failed before doing any IO
-// still gets its header, so its error is visible (fio prints nothing).
+// neither clocks nor processes); jobs= is JobResult.Jobs (at least 1); a
+// job that failed before doing any IO still gets its header, so its error
+// is visible (fio prints nothing); fio's "Laying out IO file" lines and
+// its running status are not printed.
 //
 // After the groups, when r.Disks is set: fio's "Disk stats (read/write)"
 // lines, an iostat -x style table and, per device, the request-size
@@ -113,19 +122,58 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 				clone = 0
 			}
 			prev = j
-			switch clone {
-			case 0:
+			switch {
+			case clone == 0:
 				rlo, rhi := bsBounds(j, 0)
 				wlo, whi := bsBounds(j, 1)
 				// fio fills a missing trim block size with the last one
 				// given, the write size.
 				fmt.Fprintf(b, "%s: (g=%d): rw=%s, bs=(R) %s-%s, (W) %s-%s, (T) %s-%s, ioengine=%s, iodepth=%d\n",
 					j.Name, j.GroupID, j.RW, rlo, rhi, wlo, whi, wlo, whi, j.IOEngine, j.IODepth)
-			case 1:
+				if j.Jobs > 1 {
+					// group_reporting merged its clones.
+					b.WriteString("...\n")
+				}
+			case clone == 1:
 				b.WriteString("...\n")
 			}
 		}
 	}
+	writeStarting(b, r)
+}
+
+// writeStarting writes the lines fio prints after the job lines: its
+// version ("blksim" here, as in the terse output) and how many threads
+// and processes it starts.
+func writeStarting(b *bufio.Writer, r *workload.Result) {
+	var threads, procs int
+	for gi := range r.Groups {
+		for ji := range r.Groups[gi].Jobs {
+			j := &r.Groups[gi].Jobs[ji]
+			if j.Thread {
+				threads += max(j.Jobs, 1)
+			} else {
+				procs += max(j.Jobs, 1)
+			}
+		}
+	}
+	b.WriteString(terseFioVersion + "\nStarting ")
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + many
+	}
+	if threads > 0 {
+		b.WriteString(plural(threads, "thread", "threads"))
+		if procs > 0 {
+			b.WriteString(" and ")
+		}
+	}
+	if procs > 0 || threads == 0 {
+		b.WriteString(plural(procs, "process", "processes"))
+	}
+	b.WriteString("\n")
 }
 
 // bsBounds formats the smallest and largest block size of direction d
@@ -303,8 +351,14 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 	iops := 1000 * s.Issued / runt
 	bwBin, bwDec := formatBW(bw)
 	ioBin, _ := formatBytes(s.Bytes)
-	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)\n",
-		d.name, formatIOPS(iops), bwBin, bwDec, ioBin, runt)
+	// fio 3.33 ends every write line with its zoned-device count
+	// (zbd_write_status); blksim's devices are not zoned.
+	post := ""
+	if d.stats == &j.Write {
+		post = "; 0 zone resets"
+	}
+	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)%s\n",
+		d.name, formatIOPS(iops), bwBin, bwDec, ioBin, runt, post)
 
 	for _, l := range []struct {
 		name string

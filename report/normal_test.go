@@ -104,10 +104,25 @@ func TestNumjobsClonesInDescription(t *testing.T) {
 	if err := WriteNormal(&b, r, Options{OmitWall: true}); err != nil {
 		t.Fatal(err)
 	}
-	want := "clone: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n...\n\n"
+	// As fio 3.33 prints three clones: their line, "...", its version and
+	// the processes it starts.
+	want := "clone: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n...\nblksim\nStarting 3 processes\n\n"
 	if !strings.HasPrefix(b.String(), want) {
 		t.Errorf("got\n%s\nwant prefix\n%s", b.String(), want)
 	}
+
+	// group_reporting merged them: still "...", as fio prints it; threads
+	// and processes counted apart.
+	merged := j
+	merged.Jobs = 3
+	th := workload.JobResult{Name: "th", RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1, Thread: true, Jobs: 2}
+	r = &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{merged, th}}}}
+	b.Reset()
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	want = "clone: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n...\n" +
+		"th: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n...\n" +
+		"blksim\nStarting 2 threads and 3 processes\n\n"
+	assert.True(t, strings.HasPrefix(b.String(), want), "got\n%s\nwant prefix\n%s", b.String(), want)
 }
 
 type failingWriter struct{ n int }

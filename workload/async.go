@@ -94,9 +94,15 @@ type aioContext struct {
 	statsFrom sim.Time
 
 	free   []*ioUnit // fio's io_u_freelist
-	queued []*ioUnit // prepared, not yet submitted
-	ring   unitRing  // completed, not yet reaped
-	reaped []*ioUnit // scratch for one reap
+	queued []*ioUnit // prepared, not yet submitted (the engine's queue)
+	// ioUQueued is fio's td->io_u_queued: units queued since the loop
+	// last committed (td_io_commit). A submission made on the way to
+	// reap (the engine's own commit) does not reset it, so the loop's
+	// next commit counts those units in the depth figures too, and it
+	// may then come with fewer than iodepth_batch_submit units queued.
+	ioUQueued int
+	ring      unitRing  // completed, not yet reaped
+	reaped    []*ioUnit // scratch for one reap
 	// curDepth counts units not on the free list (fio's cur_depth):
 	// queued, in flight or completed and not yet reaped.
 	curDepth int
@@ -202,6 +208,7 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		u.start = t.Now() + sim.Time(t.Owed())
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)
+		a.ioUQueued++
 		if u.start >= a.statsFrom {
 			j.dirStats(u.dir).Issued++
 		}
@@ -210,7 +217,7 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 			j.ios++
 		}
 		j.think.issued++
-		if len(a.queued) >= d.IODepthBatchSubmit {
+		if a.ioUQueued >= d.IODepthBatchSubmit {
 			a.tdCommit()
 		}
 		if a.failed {
@@ -259,15 +266,17 @@ func (a *aioContext) marking() bool {
 	return a.t.Now()+sim.Time(a.t.Owed()) >= a.statsFrom
 }
 
-// tdCommit is fio's td_io_commit: count the queued units at the job's
-// current depth (io_u_mark_depth), then submit them.
+// tdCommit is fio's td_io_commit: count the units queued since the last
+// one at the job's current depth (io_u_mark_depth), then submit what the
+// engine holds.
 func (a *aioContext) tdCommit() {
-	if a.curDepth == 0 || len(a.queued) == 0 {
+	if a.curDepth == 0 || a.ioUQueued == 0 {
 		return
 	}
 	if a.marking() {
-		a.j.res.Depths.markLevel(a.curDepth, len(a.queued))
+		a.j.res.Depths.markLevel(a.curDepth, a.ioUQueued)
 	}
+	a.ioUQueued = 0
 	a.commit()
 }
 

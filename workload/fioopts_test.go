@@ -120,6 +120,9 @@ func TestParseCommandLine(t *testing.T) {
 	assert.Equal(t, [2]int64{65536, 65536}, b.BS)
 	assert.True(t, b.Direct)
 	assert.Equal(t, 3, b.NumJobs)
+	// fio's JSON job options of a command-line job start with its name.
+	assert.Equal(t, []OptionValue{{"name", "a"}, {"rw", "randread"}, {"time_based", ""}, {"runtime", "1"}}, a.Options)
+	assert.Equal(t, []OptionValue{{"name", "b"}, {"numjobs", "3"}}, b.Options)
 
 	for _, tc := range []struct {
 		opts []CommandLineOption

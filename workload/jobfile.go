@@ -545,6 +545,10 @@ func (p *parser) endSection() *ParseError {
 	js.Line = sec.line
 	opts := sec.opts
 	js.Options = appendOptionValues(nil, sec.opts)
+	if sec.file == CommandLine {
+		// fio records a command-line job's --name with its options.
+		js.Options = append([]OptionValue{{Name: "name", Value: sec.name}}, js.Options...)
+	}
 	js.GlobalOptions = slices.Clone(p.globalOpts)
 	for _, o := range p.opt.Overrides {
 		po, perr := p.pendingOption(CommandLine, 0, o.Name, o.Value, o.HasValue, nil)

@@ -206,10 +206,11 @@ func (l *LatencyDist) Merge(o *LatencyDist) {
 //
 // Level counts IOs (and fsync=N syncs) by how many IO units the job held
 // when they were submitted (fio's cur_depth, io_u_mark_depth): 1, 2-3,
-// 4-7, 8-15, 16-31, 32-63, 64 and more. fio counts a batch when its
-// engine submits it from the IO loop (td_io_commit); a batch an
-// asynchronous engine submits on its way to wait for completions is not
-// counted, so Level may sum to fewer than the IOs issued, as in fio.
+// 4-7, 8-15, 16-31, 32-63, 64 and more. fio counts units when its IO loop
+// commits them (td_io_commit); units an asynchronous engine submits on
+// its way to wait for completions are counted at the loop's next commit,
+// at the depth of that moment, and those still uncounted when the job
+// ends are not, so Level may sum to a little less than the IOs issued.
 //
 // Submit counts submitting calls by the IOs each submitted, Complete
 // reaping calls by the IOs each reaped (0 for a call that reaped none),
@@ -287,6 +288,9 @@ type JobResult struct {
 	BSMax [2]int64
 	// Description is the job's description= text ("" if none).
 	Description string
+	// Thread is the job's thread option: fio runs it as a thread, not a
+	// process (its "Starting N threads" line).
+	Thread bool
 	// Options are the options the job's section gave (JobSpec.Options):
 	// fio's JSON "job options".
 	Options []OptionValue

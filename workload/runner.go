@@ -251,7 +251,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.files = newJobFiles(s, c)
 			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
-				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description,
+				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description, Thread: s.Thread,
 				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0,
 				Options: s.Options}
 			for d := range 2 {

@@ -94,10 +94,11 @@ type JobSpec struct {
 	// its own section's or [global]'s, for errors about it.
 	where map[string]optPos
 	// Options are the options the job's own section (or the command
-	// line, after its --name) gave, in order, and GlobalOptions those of
-	// [global] sections and of the command line outside jobs (options
-	// that override a job file's included): fio's JSON "job options" and
-	// "global options".
+	// line: its --name, then the options after it) gave, in order, and
+	// GlobalOptions those of [global] sections and of the command line
+	// outside jobs (options that override a job file's included): what
+	// fio's JSON "job options" and "global options" are made of (the
+	// report leaves bare flags out, as fio does).
 	Options, GlobalOptions []OptionValue
 
 	// RW is the IO pattern; default RWRead.
