@@ -91,7 +91,7 @@ func samples(d *workload.DirStats, n int, bs uint64, iops, sd float64, rng *rand
 // syncDepths fills a sync-engine job's queue-depth figures as a run does:
 // one unit in use, one call to submit and one to reap per IO.
 func syncDepths(j *workload.JobResult) {
-	n := j.Read.Issued + j.Write.Issued + j.Sync.Issued + j.Sync.IssuedDatasync
+	n := j.Read.Issued + j.Write.Issued + j.Sync.IssuedFsync + j.Sync.IssuedDatasync
 	j.Depths = workload.IODepthDist{Level: [7]uint64{n}, Submit: [7]uint64{0, n}, Complete: [7]uint64{0, n}, Submits: n, Completes: n}
 }
 

@@ -162,7 +162,7 @@ func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *j
 	}
 	o.add("trim", dirJSON(j, &emptyDir, 0, false))
 	sync := new(jsonObject)
-	sync.add("total_ios", j.Sync.Issued)
+	sync.add("total_ios", j.Sync.IssuedFsync)
 	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
 	o.add("sync", sync)
 	o.add("job_runtime", jobRuntimeMsec(j))
@@ -178,10 +178,7 @@ func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *j
 	o.add("iodepth_complete", percentsJSON(depthCallLabels[:], depthPercents(&d.Complete, d.Completes)))
 	dist := jobLatDist(j)
 	total := issuedRW(j)
-	for _, u := range []struct {
-		key    string
-		counts []uint64
-	}{{"latency_ns", dist.Nsec[:]}, {"latency_us", dist.Usec[:]}, {"latency_ms", dist.Msec[:]}} {
+	for _, u := range latDistUnits(&dist) {
 		l := new(jsonObject)
 		for i, n := range u.counts {
 			l.add(latDistLabels[i], latPercent(n, total))

@@ -191,7 +191,7 @@ func bsBounds(j *workload.JobResult, d int) (lo, hi string) {
 // bandwidth per direction (groupAgg).
 func writeJobNormal(b *bufio.Writer, j *workload.JobResult, agg [2]uint64) {
 	errno, msg := j.ReportedError()
-	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && j.Read.IOs == 0 && j.Write.IOs == 0 && issuedRW(j) == 0 && errno == 0 {
+	if j.Read.Bytes == 0 && j.Write.Bytes == 0 && issuedRW(j) == 0 && errno == 0 {
 		return
 	}
 	if errno == 0 {
@@ -236,10 +236,7 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult, agg [2]uint64) {
 func writeLatDist(b *bufio.Writer, j *workload.JobResult) {
 	dist := jobLatDist(j)
 	total := issuedRW(j)
-	for _, u := range []struct {
-		unit   string
-		counts []uint64
-	}{{"nsec", dist.Nsec[:]}, {"usec", dist.Usec[:]}, {"msec", dist.Msec[:]}} {
+	for _, u := range latDistUnits(&dist) {
 		n := 0
 		for i, c := range u.counts {
 			p := latPercent(c, total)
@@ -261,6 +258,22 @@ func writeLatDist(b *bufio.Writer, j *workload.JobResult) {
 		if n > 0 {
 			b.WriteString("\n")
 		}
+	}
+}
+
+// latDistUnit is one unit's part of a latency distribution: the unit as
+// fio's normal output names it, its JSON key and the bucket counts.
+type latDistUnit struct {
+	unit, key string
+	counts    []uint64
+}
+
+// latDistUnits splits dist by unit, nanoseconds first.
+func latDistUnits(dist *workload.LatencyDist) [3]latDistUnit {
+	return [3]latDistUnit{
+		{"nsec", "latency_ns", dist.Nsec[:]},
+		{"usec", "latency_us", dist.Usec[:]},
+		{"msec", "latency_ms", dist.Msec[:]},
 	}
 }
 
@@ -323,7 +336,7 @@ func writeDepths(b *bufio.Writer, j *workload.JobResult) {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "     issued rwts: total=%d,%d,0,%d short=%d,0,0,0 dropped=0,0,0,0\n",
-		j.Read.Issued, j.Write.Issued, j.Sync.Issued, j.Sync.IssuedDatasync)
+		j.Read.Issued, j.Write.Issued, j.Sync.IssuedFsync, j.Sync.IssuedDatasync)
 }
 
 // depthLevelLabels and depthCallLabels name fio's depth buckets (the

@@ -55,12 +55,12 @@ const terseListLen = 20
 // utilisation; the description, if any (on a line of its own in version
 // 2).
 //
-// Like fio's other outputs here, what blksim does not measure is printed
-// as fio prints a figure with no samples: bandwidth and IOPS samples and
-// page faults are 0, and the IO depth distribution is
-// 100% at depth 1 for a job with iodepth=1 (where fio's is too) and all
-// 0.0% for deeper jobs. A job that did no IO has a latency distribution
-// whose first field is fio's "-nan%" (fio divides by zero there).
+// Page faults, which blksim does not model, are 0. The bandwidth and
+// IOPS sample fields, the IO depth and latency distributions are the
+// job's (workload.DirStats.BW and IOPS, JobResult.Depths, ClatDist),
+// computed as fio's stat.c does; a direction without samples has fio's
+// zeros. A job that did no IO has a latency distribution whose first
+// field is fio's "-nan%" (fio divides by zero there).
 func WriteTerse(w io.Writer, r *workload.Result, opt Options) error {
 	ver := terseVersion(opt)
 	if !terseVersionOK(ver) {

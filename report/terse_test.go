@@ -103,9 +103,9 @@ func TestWriteTerseV3ByName(t *testing.T) {
 		{"read_clat_pct01", "1.000000%=" + strconv.FormatInt(j.Read.Clat.Percentile(1)/1000, 10)},
 		{"read_clat_pct17", "99.990000%=" + strconv.FormatInt(j.Read.Clat.Percentile(99.99)/1000, 10)},
 		{"read_clat_pct18", "0%=0"},
-		// The samples' mean over the group's aggregate bandwidth, that
-		// cut to whole KiB/s (80000 KiB in 2.501 s).
-		{"read_bw_agg_pct", fmt.Sprintf("%f%%", j.Read.BW.Mean*100/float64(80000*1024*1000/2501/1024))},
+		// The samples' mean (31915.2 KiB/s) over the group's aggregate
+		// bandwidth cut to whole KiB/s (80000 KiB in 2.501 s: 31987).
+		{"read_bw_agg_pct", "99.775534%"},
 		{"read_bw_min_kb", strconv.FormatUint(j.Read.BW.Min, 10)},
 		{"read_bw_mean_kb", fmt.Sprintf("%f", j.Read.BW.Mean)},
 		{"write_bw_agg_pct", "0.000000%"},
@@ -203,5 +203,31 @@ func TestNoClatPercentiles(t *testing.T) {
 			require.NoError(t, tc.write(&b))
 			tc.check(t, b.String())
 		})
+	}
+}
+
+// The bandwidth fields of a real fio 3.33 terse line (4 KiB reads for
+// 1.2 s, two samples), rebuilt from its samples: min, max, the mean as a
+// share of the aggregate cut to KiB/s, mean and stddev.
+func TestTerseBandwidthFieldsMatchFio(t *testing.T) {
+	r := fioJob(false, 1459949568/4096, 4096, 1201, nil)
+	d := &r.Groups[0].Jobs[0].Read
+	d.BW.Add(950912)
+	d.BW.Add(1334656)
+	var b bytes.Buffer
+	require.NoError(t, WriteTerse(&b, r, Options{}))
+	f := strings.Split(strings.TrimSuffix(b.String(), "\n"), ";")
+	names := strings.Split(terseV3Fields, ";")
+	require.Len(t, f, len(names)-9, "no disk fields without disks")
+	got := map[string]string{}
+	for i, v := range f {
+		got[names[i]] = v
+	}
+	for name, want := range map[string]string{
+		"read_kb": "1425732", "read_bandwidth_kb": "1187120", "read_runtime_ms": "1201",
+		"read_bw_min_kb": "950912", "read_bw_max_kb": "1334656", "read_bw_agg_pct": "96.265247%",
+		"read_bw_mean_kb": "1142784.000000", "read_bw_dev_kb": "271347.984640",
+	} {
+		assert.Equal(t, want, got[name], name)
 	}
 }

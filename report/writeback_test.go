@@ -98,7 +98,7 @@ func TestWriteSyncLatencies(t *testing.T) {
 	j := &r.Groups[0].Jobs[0]
 	for _, ns := range []int64{150000, 200000, 250000} {
 		j.Sync.IOs++
-		j.Sync.Issued++
+		j.Sync.IssuedFsync++
 		j.Sync.Lat.Record(ns)
 	}
 	var b bytes.Buffer

@@ -209,10 +209,11 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		// td_io_queue: the engine queues it; a full batch is submitted.
 		a.queued = append(a.queued, u)
 		a.ioUQueued++
+		j.sampleIssued(u.start)
 		if u.start >= a.statsFrom {
 			j.dirStats(u.dir).Issued++
 		}
-		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+		if j.countsAsIO(io.check) {
 			j.bytes += u.bs
 			j.ios++
 		}
@@ -518,7 +519,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 			d.Lat.Record(int64(now - u.start))
 		}
 	}
-	if u.check == checkNone || u.check == checkWritten && !j.verify.inPhase {
+	if j.countsAsIO(u.check) {
 		j.sampleDone(u.dir, u.bs, now)
 	}
 	io := ioReq{dir: u.dir, file: u.file, off: u.off - u.file.regionOff, bs: u.bs, check: u.check}

@@ -44,7 +44,8 @@
 // gtod_reduce, disable_lat, disable_clat, disable_slat, clat_percentiles
 // (lat_percentiles and slat_percentiles only as 0), and, as accepted
 // options that change nothing a simulation shows, disable_bw_measurement
-// (no bandwidth samples are taken), clocksource (one simulated clock),
+// (fio 3.33 still reports its bandwidth samples with it), clocksource (one
+// simulated clock),
 // buffer_pattern, zero_buffers and scramble_buffers (data are stamps and
 // no device model looks at contents). Every other option,
 // and every engine but psync, sync, pvsync, libaio and io_uring, is an
@@ -104,11 +105,15 @@
 // writes; end_fsync fsyncs every file; fsync=N fsyncs the file of the Nth
 // write (fio fsyncs the file it services next).
 //
-// Syncing follows fio's do_io and get_rw_ddir: the sync of fsync=N or
-// fdatasync=N is the loop's next IO after the Nth write, so there is none
-// if the loop ends there; at the end of each loop (also when its runtime
-// ran out) a job that writes fsyncs all its files with end_fsync=1 or
-// fsync=N, unless its last IO was a sync. Only the in-loop syncs are
+// Syncing follows fio 3.33's do_io, get_rw_ddir and keep_running: the
+// sync of fsync=N or fdatasync=N is the loop's next IO after the Nth write
+// (the count runs on across loops), so the job's last write has none; a
+// loop that another follows still issues the sync due after its last
+// write, and the next loop starts with that sync again (fio clears
+// last_was_sync between loops). Each round over the files that io_size
+// asks for is a loop of its own. At the end of each loop (also when its
+// runtime ran out) a job that writes fsyncs all its files with
+// end_fsync=1, unless its last IO was a sync. Only the in-loop syncs are
 // counted in the job's sync figures.
 //
 // Each job also keeps fio's queue-depth accounting (JobResult.Depths) and

@@ -268,9 +268,8 @@ func (j *job) pickFile() pickResult {
 	s := j.spec
 	sv := &j.svc
 	if sv.nDone >= len(j.files) {
-		if !j.newRound() {
-			return pickNone
-		}
+		j.filesDone()
+		return pickNone
 	}
 	if f := j.cur; f.open && !f.done {
 		if s.FileService.Kind == FileServiceSequential {
@@ -367,17 +366,16 @@ func (j *job) ioEnded(f *jobFile) {
 	j.closeIfIdle(f)
 }
 
-// newRound decides, when every file is done, whether the job goes over
-// its files again in this loop: only for io_size, while at least the
-// largest block is left to transfer (fio backend.c keep_running). It
-// starts them over if so.
-func (j *job) newRound() bool {
+// filesDone ends the phase when every file is done: if the job goes over
+// its files again (io_size, while at least the largest block is left to
+// transfer: fio backend.c keep_running), that is another of fio's loops,
+// so it sets j.roundDue for the job's loops to start it once the phase
+// has ended.
+func (j *job) filesDone() {
 	s := j.spec
-	if s.IOSize == 0 || s.TimeBased || j.ioLimit-j.bytes < maxBS(s) {
-		return false
+	if s.IOSize > 0 && !s.TimeBased && j.ioLimit-j.bytes >= maxBS(s) {
+		j.roundDue = true
 	}
-	j.resetFiles()
-	return true
 }
 
 // resetFiles starts every file over, closed and not done: a new loop.

@@ -415,17 +415,28 @@ func TestFileServiceNewLoop(t *testing.T) {
 		assert.False(t, f.open)
 	}
 
-	// io_size asks for more than the files: the job goes over them again.
+	// io_size asks for more than the files: the job goes over them again,
+	// each round a loop of its own (the phase ends, and the job's loops
+	// start the round).
 	j = laidOut(t, "size=16k\nbs=4k\nnrfiles=2\nrw=read\nio_size=40k\n", 0)
 	var got []int
+	rounds := 1
 	for j.bytes < j.ioLimit { // as checkStop ends the phase
 		var stop stopReason
 		io, ok := j.next(nil, &stop)
-		require.True(t, ok)
+		if !ok {
+			require.Equal(t, stopDone, stop)
+			require.True(t, j.roundDue, "another round is due")
+			j.roundDue = false
+			j.resetFiles()
+			rounds++
+			continue
+		}
 		j.bytes += io.bs
 		got = append(got, io.file.num)
 	}
 	assert.Equal(t, repeat([]int{0, 1}, 5), got, "four IOs per round; io_size=40k makes ten")
+	assert.Equal(t, 3, rounds)
 
 	// Without io_size the loop ends when the files are done, even short
 	// of size: 10m over 3 files leaves a part block at each file's end.

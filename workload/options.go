@@ -90,7 +90,9 @@ const maxJobs = 4096
 const maxNrFiles = 1 << 20
 
 // syncEngines are the synchronous IO engines blksim models. They issue one
-// IO at a time per job, so fio ignores iodepth for them.
+// IO at a time per job: fio keeps one IO in flight whatever iodepth says
+// (and notes "queue depth will be capped at 1"), but reports iodepth as
+// given.
 var syncEngines = map[string]bool{"psync": true, "sync": true, "pvsync": true}
 
 // asyncEngines are the asynchronous IO engines blksim models: up to iodepth
@@ -500,7 +502,8 @@ var optionTable = []option{
 		js.DisableSlat = v.Bool
 		return nil
 	}},
-	// blksim takes no bandwidth samples, so there is nothing to disable.
+	// fio 3.33 still takes and reports its bandwidth and IOPS samples
+	// with disable_bw_measurement (and gtod_reduce) set: nothing changes.
 	{name: "disable_bw_measurement", aliases: []string{"disable_bw"}, kind: kindBool, set: func(*JobSpec, optionValue) error { return nil }},
 	{name: "clat_percentiles", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
 		js.NoClatPercentiles = !v.Bool

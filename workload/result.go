@@ -48,8 +48,8 @@ type DirStats struct {
 	// counted from its start (after ramp_time), in which IOs of the
 	// direction completed, each the interval's bytes (IOs) times 1000 over
 	// its length in ms, cut to an integer (and to KiB). Reads a verify
-	// phase does to check data are not counted, nor an interval the job
-	// ended in, as fio samples neither.
+	// phase does to check data are not counted, nor an interval that
+	// ended after the job last issued IO, as fio samples neither.
 	BW, IOPS RateSamples
 }
 
@@ -109,14 +109,15 @@ func (r *RateSamples) Merge(o *RateSamples) {
 // not): how many, and their latencies in ns, each from the call to its
 // return.
 type SyncStats struct {
-	// IOs counts the calls that succeeded. Issued counts the fsync calls
-	// issued and IssuedDatasync the fdatasync ones, failed ones included:
+	// IOs counts the calls that succeeded. IssuedFsync counts the fsync
+	// calls issued and IssuedDatasync the fdatasync ones, failed ones
+	// included:
 	// fio 3.33 counts the first in total_io_u[DDIR_SYNC] (JSON "sync"
 	// "total_ios") and the second one past that array's end, in
 	// short_io_u[DDIR_READ] (the read direction's "short_ios", the first
 	// "short=" figure of "issued rwts"), and its reports show them there.
 	IOs            uint64
-	Issued         uint64
+	IssuedFsync    uint64
 	IssuedDatasync uint64
 	Lat            latency.Histogram
 }
@@ -124,7 +125,7 @@ type SyncStats struct {
 // Merge adds o's figures to s.
 func (s *SyncStats) Merge(o *SyncStats) {
 	s.IOs += o.IOs
-	s.Issued += o.Issued
+	s.IssuedFsync += o.IssuedFsync
 	s.IssuedDatasync += o.IssuedDatasync
 	s.Lat.Merge(&o.Lat)
 }

@@ -155,20 +155,27 @@ type job struct {
 	// without those options draw exactly as before.
 	aux *rand.Rand
 	res JobResult
-	// writesIssued counts the loop's writes (fio's io_issues[DDIR_WRITE])
-	// for fsync=N and fdatasync=N; syncDue names the sync ("sync" or
-	// "datasync") the next IO of the loop must be, "" for none, and
-	// syncFile its file; lastWasSync is fio's last_was_sync (the last IO
-	// to complete was a sync).
+	// writesIssued counts the job's writes since its ramp ended (fio's
+	// io_issues[DDIR_WRITE], which loops do not reset) for fsync=N and
+	// fdatasync=N, rampCounted whether the ramp's end has reset it, and
+	// lastWrite whether the last IO issued was a write (fio's
+	// last_ddir_issued); syncDue names the sync ("sync" or "datasync")
+	// the next IO of the loop must be, "" for none, and syncFile its
+	// file; lastWasSync is fio's last_was_sync (the last IO to complete
+	// was a sync).
 	writesIssued int
+	rampCounted  bool
+	lastWrite    bool
 	syncDue      string
 	syncFile     *jobFile
 	lastWasSync  bool
-	stamp        blockdev.Stamp
-	// samplers take the job's rate samples; phaseEnd is when its last
-	// IO or verify phase ended, where they stop.
+	// roundDue is set when the job's files are done but io_size asks for
+	// another round over them: the phase ends, and the round is a loop
+	// of its own (fio's keep_running).
+	roundDue bool
+	stamp    blockdev.Stamp
+	// samplers take the job's rate samples.
 	samplers rateSamplers
-	phaseEnd sim.Time
 
 	// How much one loop does, and the unit random offsets are multiples
 	// of without the random map (alignUnit).
@@ -925,26 +932,33 @@ func (j *job) invalidate() {
 }
 
 // endFsync ends an IO phase as fio's do_io does: with nothing in flight,
-// unless the job failed, a job that writes fsyncs every file when it
-// has end_fsync=1 or fsync=N and its last IO was not a sync (fio's
-// should_fsync). So it does at the end of every loop, also when the
-// runtime ran out; fdatasync=N alone does not, and the writes after the
-// last sync stay unsynced. These fsyncs are not counted in the job's
-// Sync figures (fio does not account IO while it is fsyncing). A failed
-// fsync is an IO error of the job and, unless continue_on_error covers
-// it, fio says "end_fsync failed" and goes on to the next file.
+// unless the job failed, a job that writes and has end_fsync=1 fsyncs
+// every file if its last IO was not a sync (fio's should_fsync). So it
+// does at the end of every loop, also when the runtime ran out. These
+// fsyncs are not counted in the job's Sync figures (fio does not account
+// IO while it is fsyncing), but in its depth figures as fio counts its
+// engine's calls: a sync engine's submit and reap, io_uring's unit,
+// submit and reap (IORING_OP_FSYNC is queued), nothing for libaio (which
+// fsyncs in the submitting call). A failed fsync is an IO error of the
+// job and, unless continue_on_error covers it, fio says "end_fsync
+// failed" and goes on to the next file.
 func (j *job) endFsync(t *sim.Task) {
 	s := j.spec
-	j.syncDue = ""
-	if !s.EndFsync && s.Fsync == 0 || !s.RW.HasWrite() || j.lastWasSync || j.res.Error != 0 {
+	if !s.EndFsync || !s.RW.HasWrite() || j.lastWasSync || j.res.Error != 0 {
 		return
 	}
 	for _, f := range j.files {
-		if syncEngines[s.IOEngine] && t.Now()+sim.Time(t.Owed()) >= j.statsFrom {
-			// fio's td_io_queue still counts the engine's calls.
+		if t.Now()+sim.Time(t.Owed()) >= j.statsFrom {
 			d := &j.res.Depths
-			d.markSubmit(1)
-			d.markComplete(1)
+			switch {
+			case syncEngines[s.IOEngine]:
+				d.markSubmit(1)
+				d.markComplete(1)
+			case s.IOEngine == "io_uring":
+				d.markLevel(1, 1)
+				d.markSubmit(1)
+				d.markComplete(1)
+			}
 		}
 		err := f.reader().Fsync(t)
 		j.lastWasSync = true
@@ -952,6 +966,13 @@ func (j *job) endFsync(t *sim.Task) {
 			j.res.ErrorLog = append(j.res.ErrorLog, "fio: end_fsync failed for file "+f.name)
 		}
 	}
+}
+
+// countsAsIO reports whether an IO with check c counts in the job's size
+// and rate samples (fio's this_io_bytes): every IO but a verify phase's
+// reads and verify_backlog's.
+func (j *job) countsAsIO(c verifyCheck) bool {
+	return c == checkNone || c == checkWritten && !j.verify.inPhase
 }
 
 // dirStats is the job's figures for direction dir.
@@ -969,40 +990,64 @@ func (j *job) dirStats(dir blockdev.Op) *DirStats {
 // verify when the runtime ran out).
 func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 	s := j.spec
-	defer func() { j.finishSamplers(j.phaseEnd) }()
-	for l := 0; l < max(s.Loops, 1) || s.TimeBased; l++ {
+	defer j.finishSamplers()
+	n := max(s.Loops, 1)
+	for l := 0; l < n || s.TimeBased; l++ {
 		if l > 0 {
 			j.newLoop()
 		}
-		if j.verify != nil && s.VerifyOnly && s.RW.HasWrite() {
-			if j.dryRun(); !j.verify.phaseDue() {
+		// io_size's rounds over the files are loops of their own in fio
+		// (keep_running), within this one here.
+		for {
+			if !j.iteration(t, phase, l == n-1 && !s.TimeBased) {
 				return
 			}
-		} else {
-			stop := phase(t)
-			j.phaseEnd = t.Now() + sim.Time(t.Owed())
-			j.endFsync(t)
-			if stop != stopDone || j.ios == 0 {
-				// (A phase that did nothing would loop a time_based
-				// job forever.)
-				return
+			if !j.roundDue {
+				break
 			}
-		}
-		if j.verify == nil || !j.verify.phaseDue() {
-			continue
-		}
-		j.verify.startPhase()
-		from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
-		stop := phase(t)
-		j.phaseEnd = t.Now() + sim.Time(t.Owed())
-		j.verify.endPhase()
-		if to := t.Now() + sim.Time(t.Owed()); to > from {
-			j.verifyTime += to - from
-		}
-		if stop != stopDone {
-			return
+			j.roundDue = false
+			j.resetFiles()
+			j.loopStarts()
 		}
 	}
+}
+
+// iteration runs one of fio's thread_main loops: the IO phase (or
+// verify_only's dry run) and its end (do_io), then a verify phase if one
+// is due (do_verify); last says no loop or round follows. It returns
+// false when the job must stop.
+func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason, last bool) bool {
+	s := j.spec
+	if j.verify != nil && s.VerifyOnly && s.RW.HasWrite() {
+		if j.dryRun(); !j.verify.phaseDue() {
+			return false
+		}
+	} else {
+		stop := phase(t)
+		if stop == stopDone && (!last || j.roundDue) {
+			stop = j.loopEnds(t)
+			if stop == running {
+				stop = stopDone
+			}
+		}
+		j.endFsync(t)
+		if stop != stopDone || j.ios == 0 {
+			// (A phase that did nothing would loop a time_based job
+			// forever.)
+			return false
+		}
+	}
+	if j.verify == nil || !j.verify.phaseDue() {
+		return true
+	}
+	j.verify.startPhase()
+	from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
+	stop := phase(t)
+	j.verify.endPhase()
+	if to := t.Now() + sim.Time(t.Owed()); to > from {
+		j.verifyTime += to - from
+	}
+	return stop == stopDone
 }
 
 // newLoop resets what fio resets between loops: file positions, random
@@ -1010,8 +1055,8 @@ func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 func (j *job) newLoop() {
 	j.resetFiles()
 	j.bytes, j.ios = 0, 0
-	j.writesIssued = 0
 	j.seqLeft = max(j.spec.SeqNr, 1)
+	j.loopStarts()
 }
 
 // checkStop returns why the current phase must end at now, or running.
@@ -1125,9 +1170,10 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		begin := t.Now() + sim.Time(t.Owed())
 		if begin >= j.statsFrom {
 			j.dirStats(io.dir).Issued++
-			j.markSyncCall()
+			j.markSyncEngineIO()
 		}
-		j.issued(io)
+		j.scheduleSync(io, begin)
+		j.sampleIssued(begin)
 		var err error
 		f := io.file
 		off := f.regionOff + io.off
@@ -1171,7 +1217,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			}
 			// A non-fatal error (continue_on_error): the IO was issued,
 			// and is not accounted.
-			if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+			if j.countsAsIO(io.check) {
 				j.bytes += io.bs
 				j.ios++
 			}
@@ -1194,7 +1240,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 				d.Lat.Record(lat)
 			}
 		}
-		if io.check == checkNone || io.check == checkWritten && !j.verify.inPhase {
+		if j.countsAsIO(io.check) {
 			j.bytes += io.bs
 			j.ios++
 			j.sampleDone(io.dir, io.bs, end)
@@ -1342,20 +1388,17 @@ func splitFits(split []BSSplitEntry, room int64) bool {
 // size of the next IO in direction dir (offsetIn, for a job with one
 // file). As in fio, the file is done when its region is used up (the next
 // sequential IO does not fit, or the random map is exhausted), and then
-// ok is false and the loop ends, unless io_size asks for another round
-// over the file (fio backend.c keep_running). A time_based job's file
-// starts over instead (fio io_u.c get_next_seq_offset and
-// get_next_rand_block, for nr_files == 1).
+// ok is false and the phase ends (with another round over the file to
+// come if io_size asks for it: filesDone). A time_based job's file starts
+// over instead (fio io_u.c get_next_seq_offset and get_next_rand_block,
+// for nr_files == 1).
 func (j *job) nextOffset(dir blockdev.Op) (off, bs int64, ok bool) {
 	j.ensureLayout()
-	finite := !j.spec.TimeBased
-	if off, bs, ok = j.offsetIn(j.cur, dir, finite); ok {
+	if off, bs, ok = j.offsetIn(j.cur, dir, !j.spec.TimeBased); ok {
 		return off, bs, true
 	}
-	if !j.newRound() {
-		return 0, 0, false
-	}
-	return j.offsetIn(j.cur, dir, finite)
+	j.filesDone()
+	return 0, 0, false
 }
 
 // offsetIn returns the offset in f's region and the size of the next IO
@@ -1685,24 +1728,60 @@ func groupResults(jobs []*job) []GroupResult {
 	return groups
 }
 
-// issued notes an IO the loop issued, for fsync=N and fdatasync=N (fio's
-// get_rw_ddir): after the write that makes N (fsync=N first when both
-// divide it), the loop's next IO is the sync, on the file of that write;
-// if the phase ends first there is none.
-func (j *job) issued(io ioReq) {
+// scheduleSync notes an IO the loop issued at now, for fsync=N and
+// fdatasync=N (fio's get_rw_ddir): after the write that makes N (fsync=N
+// first when both divide it), the loop's next IO is the sync, on the file
+// of that write. The count starts over when the ramp ends, not at a new
+// loop.
+func (j *job) scheduleSync(io ioReq, now sim.Time) {
 	j.syncDue = ""
+	j.lastWrite = io.dir == blockdev.OpWrite
 	s := j.spec
-	if io.dir != blockdev.OpWrite || s.Fsync == 0 && s.Fdatasync == 0 {
+	if !j.lastWrite || s.Fsync == 0 && s.Fdatasync == 0 {
 		return
 	}
+	if !j.rampCounted && now >= j.statsFrom {
+		j.rampCounted = true
+		j.writesIssued = 0
+	}
 	j.writesIssued++
+	j.syncFile = io.file
+	j.armSync()
+}
+
+// armSync makes the sync of fsync=N or fdatasync=N due if the last IO
+// issued was the write that made N.
+func (j *job) armSync() {
+	s := j.spec
 	switch n := j.writesIssued; {
+	case !j.lastWrite || n == 0:
 	case s.Fsync > 0 && n%s.Fsync == 0:
 		j.syncDue = "sync"
 	case s.Fdatasync > 0 && n%s.Fdatasync == 0:
 		j.syncDue = "datasync"
 	}
-	j.syncFile = io.file
+}
+
+// loopEnds ends an IO phase that ended by doing its size (stopDone)
+// before another loop, or another io_size round, of a job without
+// time_based: fio's do_io goes on while the bytes issued are short of
+// all its loops' (io_issue_bytes_exceeded), so the sync due after the
+// phase's last write is still issued. It returns running unless the job
+// must stop.
+func (j *job) loopEnds(t *sim.Task) stopReason {
+	if j.syncDue == "" {
+		return running
+	}
+	return j.periodicSync(t)
+}
+
+// loopStarts begins another loop or round as fio's reset_io_counters
+// does: last_was_sync is cleared, so if the last IO issued was the write
+// that made N the loop starts with that sync again (fio issues it twice).
+func (j *job) loopStarts() {
+	j.lastWasSync = false
+	j.syncDue = ""
+	j.armSync()
 }
 
 // periodicSync issues the sync fsync=N or fdatasync=N asks for
@@ -1718,9 +1797,9 @@ func (j *job) periodicSync(t *sim.Task) stopReason {
 		if ddir == "datasync" {
 			j.res.Sync.IssuedDatasync++
 		} else {
-			j.res.Sync.Issued++
+			j.res.Sync.IssuedFsync++
 		}
-		j.markSyncCall()
+		j.markSyncEngineIO()
 	}
 	// Through the job's own open file description: each job learns of a
 	// writeback error of the file once (errseq).
@@ -1740,11 +1819,11 @@ func (j *job) periodicSync(t *sim.Task) stopReason {
 	return running
 }
 
-// markSyncCall counts an IO a synchronous engine issued (or a sync of
-// fsync=N) in the job's queue depths: one unit in use, one submitting
+// markSyncEngineIO counts an IO a synchronous engine issued (an IO of the
+// loop, or a sync of fsync=N) in the job's queue depths: one unit in use, one submitting
 // and one reaping call of one IO (fio's td_io_queue for an engine
 // without a commit hook).
-func (j *job) markSyncCall() {
+func (j *job) markSyncEngineIO() {
 	d := &j.res.Depths
 	d.markLevel(1, 1)
 	d.markSubmit(1)

@@ -18,6 +18,13 @@ const defaultAvgTime = 500 * time.Millisecond
 // nothing gives none. Counting completions into the current interval and
 // closing it when one falls in a later interval gives the same samples
 // without a timer event per interval.
+//
+// fio's helper takes the sample when the interval ends, and only while
+// the job still runs; a job whose runtime ends on an interval's end is
+// done by the time the helper looks, so that interval gives none. Here an
+// interval counts if the job issued an IO at or after its end: a closed
+// interval waits (pending) until an IO is issued after its end, or is
+// dropped at the end of the run.
 type rateSampler struct {
 	start sim.Time
 	avg   sim.Time
@@ -25,6 +32,13 @@ type rateSampler struct {
 	cur   int64  // the interval being filled
 	n     uint64 // bytes or IOs completed in it
 	out   *RateSamples
+	// pend is the rate of a closed interval waiting for an IO issued at
+	// or after pendEnd; hasPend says there is one.
+	pend    uint64
+	pendEnd sim.Time
+	hasPend bool
+	// issued is when the job last issued an IO.
+	issued sim.Time
 }
 
 // init starts the sampler at start with interval avg (0: fio's default),
@@ -33,7 +47,7 @@ func (s *rateSampler) init(start sim.Time, avg time.Duration, kib bool, out *Rat
 	if avg <= 0 {
 		avg = defaultAvgTime
 	}
-	*s = rateSampler{start: start, avg: sim.Time(avg), kib: kib, out: out}
+	*s = rateSampler{start: start, avg: sim.Time(avg), kib: kib, out: out, issued: -1}
 }
 
 // add counts n completed at now.
@@ -48,29 +62,47 @@ func (s *rateSampler) add(now sim.Time, n uint64) {
 	s.n += n
 }
 
-// close records the current interval's sample, if anything completed in
-// it.
+// issue notes that the job issued an IO at now.
+func (s *rateSampler) issue(now sim.Time) {
+	s.issued = now
+	s.settle()
+}
+
+// settle records the pending interval if the job issued an IO at or
+// after its end.
+func (s *rateSampler) settle() {
+	if s.hasPend && s.issued >= s.pendEnd {
+		s.out.Add(s.pend)
+		s.hasPend = false
+	}
+}
+
+// close ends the current interval: if anything completed in it, its rate
+// becomes the pending sample (one still pending that no IO confirmed is
+// dropped).
 func (s *rateSampler) close() {
 	if s.n == 0 {
 		return
 	}
+	s.settle()
 	rate := s.n * 1000 / uint64(s.avg/sim.Time(time.Millisecond))
 	if s.kib {
 		rate /= 1024
 	}
-	s.out.Add(rate)
+	s.pend, s.pendEnd, s.hasPend = rate, s.start+sim.Time(s.cur+1)*s.avg, true
 	s.n = 0
+	s.settle()
 }
 
-// finish ends the sampling at end: the current interval counts only if
-// it was over by then (fio stops sampling a job when its IO is done).
-func (s *rateSampler) finish(end sim.Time) {
+// finish ends the sampling: the pending and the current interval count
+// if the job issued an IO at or after their ends.
+func (s *rateSampler) finish() {
 	if s.out == nil {
 		return
 	}
-	if s.start+sim.Time(s.cur+1)*s.avg <= end {
-		s.close()
-	}
+	s.close()
+	s.settle()
+	s.hasPend = false
 	s.n = 0
 	s.out = nil
 }
@@ -87,6 +119,14 @@ func (j *job) startSamplers(from sim.Time) {
 	}
 }
 
+// sampleIssued notes that the job issued an IO at now.
+func (j *job) sampleIssued(now sim.Time) {
+	for i := range j.samplers {
+		j.samplers[i].bw.issue(now)
+		j.samplers[i].iops.issue(now)
+	}
+}
+
 // sampleDone counts an IO of bs bytes in direction dir that completed at
 // now in the job's rate samples (fio's this_io_bytes and this_io_blocks).
 func (j *job) sampleDone(dir blockdev.Op, bs int64, now sim.Time) {
@@ -98,10 +138,10 @@ func (j *job) sampleDone(dir blockdev.Op, bs int64, now sim.Time) {
 	j.samplers[i].iops.add(now, 1)
 }
 
-// finishSamplers ends the job's rate samples at end.
-func (j *job) finishSamplers(end sim.Time) {
+// finishSamplers ends the job's rate samples.
+func (j *job) finishSamplers() {
 	for i := range j.samplers {
-		j.samplers[i].bw.finish(end)
-		j.samplers[i].iops.finish(end)
+		j.samplers[i].bw.finish()
+		j.samplers[i].iops.finish()
 	}
 }

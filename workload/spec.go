@@ -151,7 +151,8 @@ type JobSpec struct {
 	// sync engine.
 	Direct bool
 	// Fsync and Fdatasync issue an fsync (fdatasync) after every that many
-	// writes (0: never); EndFsync one when the job's writes are done.
+	// writes (0: never), as the loop's next IO; EndFsync fsyncs each file
+	// at the end of every loop of a job that writes.
 	Fsync, Fdatasync int
 	EndFsync         bool
 	// Invalidate drops the file's clean cached pages before the job
