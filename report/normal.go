@@ -143,10 +143,11 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 }
 
 // writeStarting writes the lines fio prints after the job lines: its
-// version ("blksim" here, as in the terse output) and how many threads
-// and processes it starts.
+// version ("blksim" here, as in the terse output), how many threads and
+// processes it starts, and, for each job of a synchronous engine with an
+// iodepth above 1, its note that the depth is capped at 1.
 func writeStarting(b *bufio.Writer, r *workload.Result) {
-	var threads, procs int
+	var threads, procs, capped int
 	for gi := range r.Groups {
 		for ji := range r.Groups[gi].Jobs {
 			j := &r.Groups[gi].Jobs[ji]
@@ -154,6 +155,9 @@ func writeStarting(b *bufio.Writer, r *workload.Result) {
 				threads += max(j.Jobs, 1)
 			} else {
 				procs += max(j.Jobs, 1)
+			}
+			if j.IODepth > 1 && workload.SyncEngine(j.IOEngine) {
+				capped += max(j.Jobs, 1)
 			}
 		}
 	}
@@ -174,6 +178,9 @@ func writeStarting(b *bufio.Writer, r *workload.Result) {
 		b.WriteString(plural(procs, "process", "processes"))
 	}
 	b.WriteString("\n")
+	for range capped {
+		b.WriteString("note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1\n")
+	}
 }
 
 // bsBounds formats the smallest and largest block size of direction d

@@ -275,3 +275,17 @@ func TestDescriptionBlockSizeRange(t *testing.T) {
 		})
 	}
 }
+
+// fio notes, once per job, that a synchronous engine caps an iodepth
+// above 1 (its log_info after "Starting"); not for the async engines.
+func TestSyncEngineDepthNote(t *testing.T) {
+	const note = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1\n"
+	capped := workload.JobResult{Name: "p", RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 4, Jobs: 2}
+	deep := workload.JobResult{Name: "a", RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "libaio", IODepth: 32}
+	one := workload.JobResult{Name: "s", RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "sync", IODepth: 1}
+	r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{capped, deep, one}}}}
+	var b strings.Builder
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	assert.Contains(t, b.String(), "Starting 4 processes\n"+note+note+"\n")
+	assert.Equal(t, 2, strings.Count(b.String(), note))
+}

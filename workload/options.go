@@ -95,6 +95,10 @@ const maxNrFiles = 1 << 20
 // given.
 var syncEngines = map[string]bool{"psync": true, "sync": true, "pvsync": true}
 
+// SyncEngine reports whether engine is one of the synchronous engines
+// (one IO in flight per job).
+func SyncEngine(engine string) bool { return syncEngines[engine] }
+
 // asyncEngines are the asynchronous IO engines blksim models: up to iodepth
 // IOs in flight per job, submitted and reaped in batches.
 var asyncEngines = map[string]bool{"libaio": true, "io_uring": true}
