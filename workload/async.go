@@ -215,8 +215,8 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		}
 		if j.countsAsIO(io.check) {
 			j.bytes += u.bs
-			j.ios++
 		}
+		j.ios++ // verify reads too: fio's number_ios counts them
 		j.think.issued++
 		if a.ioUQueued >= d.IODepthBatchSubmit {
 			a.tdCommit()

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -210,4 +211,43 @@ func TestRateSamplesVerifyAndAsync(t *testing.T) {
 	// 1 s of 500 ms intervals: the second ends as the job stops issuing.
 	assert.Equal(t, uint64(1), j.Read.IOPS.N)
 	assert.InEpsilon(t, float64(j.Read.IOs)/2, j.Read.IOPS.Mean/2, 0.02)
+}
+
+// Issued reads, writes and syncs of 4 KiB write jobs as fio 3.33 counts
+// them ("issued rwts" on a scratch file): io_size rounds with verify
+// (each round verified, the bytes read counting towards io_size),
+// number_ios counting verify reads, loops before io_size rounds, syncs
+// never in a verify phase and after verify_backlog's reads, a synchronous
+// time_based job that never verifies.
+func TestIssuedCountsMatchFio(t *testing.T) {
+	for _, tc := range []struct {
+		src   string
+		want  [3]uint64 // reads, writes, fsyncs
+		async bool
+	}{
+		{"size=64k\nio_size=192k\nverify=crc32c\n", [3]uint64{32, 32, 0}, false},
+		{"size=64k\nio_size=320k\nverify=crc32c\n", [3]uint64{48, 48, 0}, false},
+		{"rw=randwrite\nsize=64k\nio_size=160k\nverify=crc32c\n", [3]uint64{32, 32, 0}, false},
+		{"ioengine=libaio\niodepth=8\nsize=256k\nio_size=768k\nverify=crc32c\n", [3]uint64{128, 128, 0}, true},
+		{"size=64k\nio_size=192k\nnumber_ios=40\nverify=crc32c\n", [3]uint64{24, 24, 0}, false},
+		{"size=64k\nnumber_ios=10\nverify=crc32c\n", [3]uint64{10, 10, 0}, false},
+		{"size=64k\nloops=2\nio_size=192k\n", [3]uint64{0, 48, 0}, false},
+		{"size=64k\nloops=2\nio_size=96k\n", [3]uint64{0, 32, 0}, false},
+		{"size=64k\nloops=2\nio_size=96k\nfsync=5\n", [3]uint64{0, 32, 6}, false},
+		{"size=64k\nfsync=16\nverify=crc32c\n", [3]uint64{16, 16, 0}, false},
+		{"size=64k\nfsync=4\nverify=crc32c\nverify_backlog=4\n", [3]uint64{16, 16, 3}, false},
+		{"size=64k\nloops=3\nfsync=16\nverify=crc32c\n", [3]uint64{48, 48, 4}, false},
+		{"size=64k\nloops=2\nnumber_ios=8\nfsync=4\n", [3]uint64{0, 16, 3}, false},
+	} {
+		t.Run(strings.ReplaceAll(tc.src, "\n", " "), func(t *testing.T) {
+			st := newStack(t, 1)
+			src := "[j]\nrw=write\nbs=4k\n" + tc.src
+			if tc.async {
+				src += "direct=1\n"
+			}
+			j := onlyJob(t, runOn(t, st, src))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tc.want, [3]uint64{j.Read.Issued, j.Write.Issued, j.Sync.IssuedFsync})
+		})
+	}
 }

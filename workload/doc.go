@@ -94,8 +94,10 @@
 // is used up (the next sequential IO does not fit, or its random map or
 // lfsr pass is exhausted); the job then takes another, and the loop ends
 // when every file is done, or at its size, whichever is first (with
-// io_size the job goes over the files again; time_based starts a new
-// loop). With zipf, pareto and normal a used-up file starts over and the
+// io_size, once its loops are done, the job goes over the files again,
+// each round a loop of its own, while the bytes it moved, verify reads
+// included, are short of io_size: fio's keep_running; time_based starts a
+// new loop). With zipf, pareto and normal a used-up file starts over and the
 // loop ends by its size. openfiles=M lets at most M files be open: a file
 // opens when first chosen and closes when done and idle, and a choice of
 // an unopened file while M are open is retried, after a completion if IO
@@ -105,16 +107,20 @@
 // writes; end_fsync fsyncs every file; fsync=N fsyncs the file of the Nth
 // write (fio fsyncs the file it services next).
 //
-// Syncing follows fio 3.33's do_io, get_rw_ddir and keep_running: the
-// sync of fsync=N or fdatasync=N is the loop's next IO after the Nth write
-// (the count runs on across loops), so the job's last write has none; a
-// loop that another follows still issues the sync due after its last
-// write, and the next loop starts with that sync again (fio clears
-// last_was_sync between loops). Each round over the files that io_size
-// asks for is a loop of its own. At the end of each loop (also when its
+// Syncing follows fio 3.33's do_io, get_rw_ddir and keep_running: when
+// the loop picks its next IO (after verify_backlog's reads, never in a
+// verify phase), it is the sync of fsync=N or fdatasync=N if the writes
+// issued (counted on across loops) are a multiple of N and the last IO to
+// complete was not a sync; reads do not change that, so a mixed job syncs
+// again after a read. The loop picks while the bytes issued over all
+// loops are short of size (io_size) times loops, so the job's last write
+// has no sync, a loop that another follows issues the sync due after its
+// last write, and the next loop starts with it again (fio clears
+// last_was_sync between loops). At the end of each loop (also when its
 // runtime ran out) a job that writes fsyncs all its files with
 // end_fsync=1, unless its last IO was a sync. Only the in-loop syncs are
-// counted in the job's sync figures.
+// counted in the job's sync figures. number_ios counts verify reads, as
+// fio's does.
 //
 // Each job also keeps fio's queue-depth accounting (JobResult.Depths) and
 // issued counts (DirStats.Issued, SyncStats): a synchronous engine's IO is

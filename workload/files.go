@@ -366,16 +366,10 @@ func (j *job) ioEnded(f *jobFile) {
 	j.closeIfIdle(f)
 }
 
-// filesDone ends the phase when every file is done: if the job goes over
-// its files again (io_size, while at least the largest block is left to
-// transfer: fio backend.c keep_running), that is another of fio's loops,
-// so it sets j.roundDue for the job's loops to start it once the phase
-// has ended.
+// filesDone notes, as the phase ends, that every file is done: the job's
+// loops then decide whether io_size asks for another round over them.
 func (j *job) filesDone() {
-	s := j.spec
-	if s.IOSize > 0 && !s.TimeBased && j.ioLimit-j.bytes >= maxBS(s) {
-		j.roundDue = true
-	}
+	j.filesExhausted = true
 }
 
 // resetFiles starts every file over, closed and not done: a new loop.

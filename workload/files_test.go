@@ -420,19 +420,19 @@ func TestFileServiceNewLoop(t *testing.T) {
 	// start the round).
 	j = laidOut(t, "size=16k\nbs=4k\nnrfiles=2\nrw=read\nio_size=40k\n", 0)
 	var got []int
-	rounds := 1
-	for j.bytes < j.ioLimit { // as checkStop ends the phase
+	rounds, moved := 1, int64(0)
+	for moved < j.spec.IOSize { // as the job's loops decide
 		var stop stopReason
 		io, ok := j.next(nil, &stop)
 		if !ok {
 			require.Equal(t, stopDone, stop)
-			require.True(t, j.roundDue, "another round is due")
-			j.roundDue = false
-			j.resetFiles()
+			require.True(t, j.filesExhausted, "the files are done")
+			j.newLoop()
 			rounds++
 			continue
 		}
 		j.bytes += io.bs
+		moved += io.bs
 		got = append(got, io.file.num)
 	}
 	assert.Equal(t, repeat([]int{0, 1}, 5), got, "four IOs per round; io_size=40k makes ten")

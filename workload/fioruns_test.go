@@ -440,9 +440,14 @@ func TestRunVerify(t *testing.T) {
 		assert.Zero(t, jobs[0].Read.IOs)
 	})
 	t.Run("time_based verifies each pass", func(t *testing.T) {
-		jobs, _, _ := runSrc(t, "[w]\nrw=write\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\nverify=crc32c\ndirect=1\n")
+		// With an asynchronous engine; fio 3.33 with a synchronous one
+		// writes until the runtime is over and never verifies.
+		jobs, _, _ := runSrc(t, "[w]\nrw=write\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\nverify=crc32c\ndirect=1\nioengine=libaio\n"+
+			"[s]\nrw=write\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\nverify=crc32c\ndirect=1\nfilename=s\n")
 		ok(t, jobs)
 		assert.Greater(t, jobs[0].Read.IOs, uint64(16))
+		assert.Zero(t, jobs[1].Read.IOs)
+		assert.Greater(t, jobs[1].Write.IOs, uint64(16))
 	})
 	t.Run("do_verify=0 and verify_backlog", func(t *testing.T) {
 		jobs, _, _ := runSrc(t, "[n]\nrw=write\nbs=4k\nsize=64k\nverify=crc32c\ndo_verify=0\ndirect=1\n"+

@@ -155,25 +155,24 @@ type job struct {
 	// without those options draw exactly as before.
 	aux *rand.Rand
 	res JobResult
-	// writesIssued counts the job's writes since its ramp ended (fio's
-	// io_issues[DDIR_WRITE], which loops do not reset) for fsync=N and
-	// fdatasync=N, rampCounted whether the ramp's end has reset it, and
-	// lastWrite whether the last IO issued was a write (fio's
-	// last_ddir_issued); syncDue names the sync ("sync" or "datasync")
-	// the next IO of the loop must be, "" for none, and syncFile its
-	// file; lastWasSync is fio's last_was_sync (the last IO to complete
-	// was a sync).
+	// writesIssued counts the job's writes and issuedBytes its bytes per
+	// direction since its ramp ended (fio's io_issues[DDIR_WRITE] and
+	// io_issue_bytes, which loops do not reset), rampCounted whether the
+	// ramp's end has reset them; syncFile is the file of the last write
+	// (its sync's); lastWasSync is fio's last_was_sync (the last IO to
+	// complete was a sync).
 	writesIssued int
+	issuedBytes  [2]int64
 	rampCounted  bool
-	lastWrite    bool
-	syncDue      string
 	syncFile     *jobFile
 	lastWasSync  bool
-	// roundDue is set when the job's files are done but io_size asks for
-	// another round over them: the phase ends, and the round is a loop
-	// of its own (fio's keep_running).
-	roundDue bool
-	stamp    blockdev.Stamp
+	// filesExhausted is set when the loop's files are done; another
+	// round over them may follow (io_size, fio's keep_running).
+	filesExhausted bool
+	// runEnd is when the job last stopped running a phase (at most its
+	// deadline): its rate samples end there.
+	runEnd sim.Time
+	stamp  blockdev.Stamp
 	// samplers take the job's rate samples.
 	samplers rateSamplers
 
@@ -194,7 +193,9 @@ type job struct {
 	started, ended bool
 	terminate      bool
 
-	// Per loop: bytes and IOs counted against the loop's limits.
+	// Per loop (and on across io_size rounds): bytes and IOs counted
+	// against the loop's limits; ios counts verify reads too, as fio's
+	// number_ios does.
 	bytes, ios int64
 	// seqLeft counts down the IOs to the next random offset of
 	// rw=randread:N.
@@ -990,33 +991,31 @@ func (j *job) dirStats(dir blockdev.Op) *DirStats {
 // verify when the runtime ran out).
 func (j *job) loops(t *sim.Task, phase func(*sim.Task) stopReason) {
 	s := j.spec
-	defer j.finishSamplers()
+	defer func() { j.finishSamplers(j.runEnd) }()
 	n := max(s.Loops, 1)
-	for l := 0; l < n || s.TimeBased; l++ {
-		if l > 0 {
+	round := false
+	for l := 0; l < n || s.TimeBased || round; l++ {
+		switch {
+		case round:
+			j.newRound()
+		case l > 0:
 			j.newLoop()
 		}
-		// io_size's rounds over the files are loops of their own in fio
-		// (keep_running), within this one here.
-		for {
-			if !j.iteration(t, phase, l == n-1 && !s.TimeBased) {
-				return
-			}
-			if !j.roundDue {
-				break
-			}
-			j.roundDue = false
-			j.resetFiles()
-			j.loopStarts()
+		if !j.iteration(t, phase) {
+			return
 		}
+		// Once its loops are done, fio goes over the files again while
+		// the bytes the job moved (verify reads included) are short of
+		// io_size by a block or more (keep_running): each round a loop.
+		moved := int64(j.res.Read.Bytes + j.res.Write.Bytes)
+		round = l >= n-1 && j.filesExhausted && s.IOSize > 0 && !s.TimeBased && s.IOSize-moved >= maxBS(s)
 	}
 }
 
 // iteration runs one of fio's thread_main loops: the IO phase (or
 // verify_only's dry run) and its end (do_io), then a verify phase if one
-// is due (do_verify); last says no loop or round follows. It returns
-// false when the job must stop.
-func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason, last bool) bool {
+// is due (do_verify). It returns false when the job must stop.
+func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason) bool {
 	s := j.spec
 	if j.verify != nil && s.VerifyOnly && s.RW.HasWrite() {
 		if j.dryRun(); !j.verify.phaseDue() {
@@ -1024,12 +1023,12 @@ func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason, last bool
 		}
 	} else {
 		stop := phase(t)
-		if stop == stopDone && (!last || j.roundDue) {
-			stop = j.loopEnds(t)
-			if stop == running {
+		if stop == stopDone {
+			if stop = j.issueDueSync(t); stop == running {
 				stop = stopDone
 			}
 		}
+		j.markRunEnd(t)
 		j.endFsync(t)
 		if stop != stopDone || j.ios == 0 {
 			// (A phase that did nothing would loop a time_based job
@@ -1043,6 +1042,7 @@ func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason, last bool
 	j.verify.startPhase()
 	from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
 	stop := phase(t)
+	j.markRunEnd(t)
 	j.verify.endPhase()
 	if to := t.Now() + sim.Time(t.Owed()); to > from {
 		j.verifyTime += to - from
@@ -1050,13 +1050,32 @@ func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason, last bool
 	return stop == stopDone
 }
 
+// markRunEnd notes that a phase of the job ended now (at its deadline if
+// that came first): where its rate samples end.
+func (j *job) markRunEnd(t *sim.Task) {
+	j.runEnd = t.Now() + sim.Time(t.Owed())
+	if j.deadline >= 0 {
+		j.runEnd = min(j.runEnd, j.deadline)
+	}
+}
+
 // newLoop resets what fio resets between loops: file positions, random
-// maps and generators, which files are done, and the loop's counters.
+// maps and generators, which files are done (newRound), and the loop's
+// counters.
 func (j *job) newLoop() {
-	j.resetFiles()
+	j.newRound()
 	j.bytes, j.ios = 0, 0
+}
+
+// newRound starts another round over the job's files: a loop of fio's
+// whose bytes count on towards io_size, so the loop's counters stay.
+func (j *job) newRound() {
+	j.resetFiles()
 	j.seqLeft = max(j.spec.SeqNr, 1)
-	j.loopStarts()
+	j.filesExhausted = false
+	// fio's reset_io_counters: a loop that follows a sync may start with
+	// it again (syncDue).
+	j.lastWasSync = false
 }
 
 // checkStop returns why the current phase must end at now, or running.
@@ -1069,10 +1088,13 @@ func (j *job) checkStop(now sim.Time) stopReason {
 		return stopTerminated
 	case j.verify != nil && j.verify.inPhase:
 		return running
-	case (!s.TimeBased || s.Verify != "") && now >= j.statsFrom &&
+	case (!s.TimeBased || s.Verify != "" && asyncEngines[s.IOEngine]) && now >= j.statsFrom &&
 		(j.bytes >= j.ioLimit || s.NumberIOs > 0 && j.ios >= s.NumberIOs):
-		// A time_based job with verify also ends its IO phase here, to
-		// verify, and then loops until its runtime is over (fio do_io).
+		// A time_based job with verify and an asynchronous engine also
+		// ends its IO phase here, to verify, and then loops until its
+		// runtime is over (fio do_io counts the bytes of the IOs its
+		// engine queues); with a synchronous engine fio 3.33 never gets
+		// there, and writes until the runtime is over, unverified.
 		return stopDone
 	}
 	return running
@@ -1080,6 +1102,9 @@ func (j *job) checkStop(now sim.Time) stopReason {
 
 // ioReq is one IO a job issues.
 type ioReq struct {
+	// sync, if not "", makes this the sync of fsync=N ("sync") or
+	// fdatasync=N ("datasync") on the job's last written file.
+	sync  string
 	dir   blockdev.Op
 	file  *jobFile
 	off   int64 // in the file's region
@@ -1103,6 +1128,11 @@ func (j *job) next(t *sim.Task, stop *stopReason) (io ioReq, ok bool) {
 		if io, ok := v.nextBacklogRead(); ok {
 			return io, true
 		}
+	}
+	// fio picks a due sync after the backlog's verify reads, before the
+	// file and direction of an IO, while the loop goes on.
+	if d := j.syncDue(); d != "" && j.loopGoesOn() {
+		return ioReq{sync: d}, true
 	}
 	if j.multi() {
 		// fio chooses the file first (io_u.c get_io_u, set_io_u_file).
@@ -1150,12 +1180,6 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		if stop := j.checkStop(now); stop != running {
 			return stop
 		}
-		if j.syncDue != "" {
-			if stop := j.periodicSync(t); stop != running {
-				return stop
-			}
-			continue
-		}
 		var stop stopReason
 		io, ok := j.next(t, &stop)
 		if !ok {
@@ -1165,6 +1189,12 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			}
 			return stop
 		}
+		if io.sync != "" {
+			if stop := j.periodicSync(t, io.sync); stop != running {
+				return stop
+			}
+			continue
+		}
 		// Charged CPU time (the last call's syscall exit, fio's own work)
 		// runs before this IO starts.
 		begin := t.Now() + sim.Time(t.Owed())
@@ -1172,7 +1202,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			j.dirStats(io.dir).Issued++
 			j.markSyncEngineIO()
 		}
-		j.scheduleSync(io, begin)
+		j.countWrite(io, begin)
 		j.sampleIssued(begin)
 		var err error
 		f := io.file
@@ -1240,9 +1270,9 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 				d.Lat.Record(lat)
 			}
 		}
+		j.ios++ // verify reads too: fio's number_ios counts them
 		if j.countsAsIO(io.check) {
 			j.bytes += io.bs
-			j.ios++
 			j.sampleDone(io.dir, io.bs, end)
 		}
 		if !j.completed(io, j.stamp, j.data) {
@@ -1728,69 +1758,87 @@ func groupResults(jobs []*job) []GroupResult {
 	return groups
 }
 
-// scheduleSync notes an IO the loop issued at now, for fsync=N and
-// fdatasync=N (fio's get_rw_ddir): after the write that makes N (fsync=N
-// first when both divide it), the loop's next IO is the sync, on the file
-// of that write. The count starts over when the ramp ends, not at a new
-// loop.
-func (j *job) scheduleSync(io ioReq, now sim.Time) {
-	j.syncDue = ""
-	j.lastWrite = io.dir == blockdev.OpWrite
-	s := j.spec
-	if !j.lastWrite || s.Fsync == 0 && s.Fdatasync == 0 {
-		return
-	}
+// countWrite counts an IO the loop issued at now, for fsync=N and
+// fdatasync=N and for the loop's end: the writes (fio's
+// io_issues[DDIR_WRITE]) and the bytes of each direction (fio's
+// io_issue_bytes), which run on across loops and start over when the
+// ramp ends. syncFile is the file of the last write.
+func (j *job) countWrite(io ioReq, now sim.Time) {
 	if !j.rampCounted && now >= j.statsFrom {
 		j.rampCounted = true
 		j.writesIssued = 0
+		j.issuedBytes = [2]int64{}
 	}
-	j.writesIssued++
-	j.syncFile = io.file
-	j.armSync()
+	if j.countsAsIO(io.check) {
+		j.issuedBytes[io.dir] += io.bs
+	}
+	if io.dir == blockdev.OpWrite {
+		j.writesIssued++
+		j.syncFile = io.file
+	}
 }
 
-// armSync makes the sync of fsync=N or fdatasync=N due if the last IO
-// issued was the write that made N.
-func (j *job) armSync() {
+// syncDue is the sync fsync=N or fdatasync=N makes the loop's next IO, as
+// fio 3.33's get_rw_ddir decides it when it picks an IO: "sync" when the
+// writes issued are a multiple of fsync=N, else "datasync" for
+// fdatasync=N, unless the last IO to complete was a sync; "" for none.
+// Reads do not change that, so a mixed job syncs again after a read
+// while its write count stays a multiple of N, as fio does.
+func (j *job) syncDue() string {
 	s := j.spec
-	switch n := j.writesIssued; {
-	case !j.lastWrite || n == 0:
+	n := j.writesIssued
+	switch {
+	case j.lastWasSync || n == 0 || j.syncFile == nil:
 	case s.Fsync > 0 && n%s.Fsync == 0:
-		j.syncDue = "sync"
+		return "sync"
 	case s.Fdatasync > 0 && n%s.Fdatasync == 0:
-		j.syncDue = "datasync"
+		return "datasync"
 	}
+	return ""
 }
 
-// loopEnds ends an IO phase that ended by doing its size (stopDone)
-// before another loop, or another io_size round, of a job without
-// time_based: fio's do_io goes on while the bytes issued are short of
-// all its loops' (io_issue_bytes_exceeded), so the sync due after the
-// phase's last write is still issued. It returns running unless the job
-// must stop.
-func (j *job) loopEnds(t *sim.Task) stopReason {
-	if j.syncDue == "" {
+// loopGoesOn reports whether fio's do_io would pick another IO after the
+// phase's last one (io_issue_bytes_exceeded is false): the bytes issued,
+// over all loops, of the job's directions are short of its size (or
+// io_size) times its loops, and number_ios is not reached.
+func (j *job) loopGoesOn() bool {
+	s := j.spec
+	if s.NumberIOs > 0 && j.ios >= s.NumberIOs {
+		return false
+	}
+	var b int64
+	switch {
+	case s.RW.HasRead() && s.RW.HasWrite():
+		b = j.issuedBytes[0] + j.issuedBytes[1]
+	case s.RW.HasWrite():
+		b = j.issuedBytes[1]
+	default:
+		b = j.issuedBytes[0]
+	}
+	limit := s.Size
+	if s.IOSize > 0 {
+		limit = s.IOSize
+	}
+	return b < limit*int64(max(s.Loops, 1))
+}
+
+// issueDueSync ends an IO phase that ended by doing its files' size: if
+// fio's do_io goes on (loopGoesOn), the sync due after the phase's last
+// write is its next IO. It returns running unless the job must stop.
+func (j *job) issueDueSync(t *sim.Task) stopReason {
+	ddir := j.syncDue()
+	if ddir == "" || !j.loopGoesOn() {
 		return running
 	}
-	return j.periodicSync(t)
+	return j.periodicSync(t, ddir)
 }
 
-// loopStarts begins another loop or round as fio's reset_io_counters
-// does: last_was_sync is cleared, so if the last IO issued was the write
-// that made N the loop starts with that sync again (fio issues it twice).
-func (j *job) loopStarts() {
-	j.lastWasSync = false
-	j.syncDue = ""
-	j.armSync()
-}
-
-// periodicSync issues the sync fsync=N or fdatasync=N asks for
-// (j.syncDue), one IO of the loop as fio's sync io_u: counted and timed
+// periodicSync issues the sync fsync=N or fdatasync=N asks for (ddir:
+// "sync" or "datasync"), one IO of the loop as fio's sync io_u: counted and timed
 // in the job's Sync figures once the ramp is over, and an IO error of
 // the job if it fails. It returns running unless the job must stop.
-func (j *job) periodicSync(t *sim.Task) stopReason {
-	ddir, f := j.syncDue, j.syncFile
-	j.syncDue = ""
+func (j *job) periodicSync(t *sim.Task, ddir string) stopReason {
+	f := j.syncFile
 	begin := t.Now() + sim.Time(t.Owed())
 	account := begin >= j.statsFrom
 	if account {

@@ -20,34 +20,35 @@ const defaultAvgTime = 500 * time.Millisecond
 // without a timer event per interval.
 //
 // fio's helper takes the sample when the interval ends, and only while
-// the job still runs; a job whose runtime ends on an interval's end is
-// done by the time the helper looks, so that interval gives none. Here an
-// interval counts if the job issued an IO at or after its end: a closed
-// interval waits (pending) until an IO is issued after its end, or is
-// dropped at the end of the run.
+// the job still runs a phase; so does the sampler. A closed interval is
+// pending until the job shows it was still running at its end: by
+// issuing an IO at or after it (before its deadline), or, at the end,
+// by a run that ended after it. A runtime that ends on an interval's end
+// loses that interval, as fio's helper, coming a moment later, does.
 type rateSampler struct {
 	start sim.Time
 	avg   sim.Time
 	kib   bool
-	cur   int64  // the interval being filled
-	n     uint64 // bytes or IOs completed in it
-	out   *RateSamples
-	// pend is the rate of a closed interval waiting for an IO issued at
-	// or after pendEnd; hasPend says there is one.
+	// deadline is the job's (-1 for none): IOs issued at or after it do
+	// not show it was still running.
+	deadline sim.Time
+	cur      int64  // the interval being filled
+	n        uint64 // bytes or IOs completed in it
+	out      *RateSamples
+	// pend is the rate of a closed interval waiting for the job to show
+	// it still ran at pendEnd; hasPend says there is one.
 	pend    uint64
 	pendEnd sim.Time
 	hasPend bool
-	// issued is when the job last issued an IO.
-	issued sim.Time
 }
 
 // init starts the sampler at start with interval avg (0: fio's default),
-// recording into out.
-func (s *rateSampler) init(start sim.Time, avg time.Duration, kib bool, out *RateSamples) {
+// for a job with deadline (-1: none), recording into out.
+func (s *rateSampler) init(start sim.Time, avg time.Duration, kib bool, deadline sim.Time, out *RateSamples) {
 	if avg <= 0 {
 		avg = defaultAvgTime
 	}
-	*s = rateSampler{start: start, avg: sim.Time(avg), kib: kib, out: out, issued: -1}
+	*s = rateSampler{start: start, avg: sim.Time(avg), kib: kib, deadline: deadline, out: out}
 }
 
 // add counts n completed at now.
@@ -56,52 +57,63 @@ func (s *rateSampler) add(now sim.Time, n uint64) {
 		return
 	}
 	if k := int64((now - s.start) / s.avg); k != s.cur {
-		s.close()
+		s.close(now)
 		s.cur = k
 	}
 	s.n += n
 }
 
-// issue notes that the job issued an IO at now.
+// issue notes that the job issued an IO at now: a pending interval that
+// ended by then counts.
 func (s *rateSampler) issue(now sim.Time) {
-	s.issued = now
-	s.settle()
-}
-
-// settle records the pending interval if the job issued an IO at or
-// after its end.
-func (s *rateSampler) settle() {
-	if s.hasPend && s.issued >= s.pendEnd {
+	if s.hasPend && now >= s.pendEnd && (s.deadline < 0 || now < s.deadline) {
 		s.out.Add(s.pend)
 		s.hasPend = false
 	}
 }
 
-// close ends the current interval: if anything completed in it, its rate
-// becomes the pending sample (one still pending that no IO confirmed is
-// dropped).
-func (s *rateSampler) close() {
+// close ends the current interval at now, a completion in a later one:
+// a pending interval counts if it ended before its deadline (the job was
+// still completing IO after it), and the current one, if anything
+// completed in it, becomes the pending sample.
+func (s *rateSampler) close(now sim.Time) {
+	if s.hasPend && s.pendEnd <= now && (s.deadline < 0 || s.pendEnd < s.deadline) {
+		s.out.Add(s.pend)
+	}
+	s.hasPend = false
 	if s.n == 0 {
 		return
 	}
-	s.settle()
-	rate := s.n * 1000 / uint64(s.avg/sim.Time(time.Millisecond))
-	if s.kib {
-		rate /= 1024
-	}
-	s.pend, s.pendEnd, s.hasPend = rate, s.start+sim.Time(s.cur+1)*s.avg, true
+	s.pend, s.pendEnd, s.hasPend = s.rate(), s.intervalEnd(), true
 	s.n = 0
-	s.settle()
 }
 
-// finish ends the sampling: the pending and the current interval count
-// if the job issued an IO at or after their ends.
-func (s *rateSampler) finish() {
+// rate is the current interval's sample.
+func (s *rateSampler) rate() uint64 {
+	r := s.n * 1000 / uint64(s.avg/sim.Time(time.Millisecond))
+	if s.kib {
+		r /= 1024
+	}
+	return r
+}
+
+// intervalEnd is when the current interval ends.
+func (s *rateSampler) intervalEnd() sim.Time {
+	return s.start + sim.Time(s.cur+1)*s.avg
+}
+
+// finish ends the sampling for a job whose run ended at end: the pending
+// and the current interval count if they ended before it.
+func (s *rateSampler) finish(end sim.Time) {
 	if s.out == nil {
 		return
 	}
-	s.close()
-	s.settle()
+	if s.hasPend && s.pendEnd < end {
+		s.out.Add(s.pend)
+	}
+	if s.n > 0 && s.intervalEnd() < end {
+		s.out.Add(s.rate())
+	}
 	s.hasPend = false
 	s.n = 0
 	s.out = nil
@@ -114,8 +126,8 @@ type rateSamplers [2]struct{ bw, iops rateSampler }
 func (j *job) startSamplers(from sim.Time) {
 	s := j.spec
 	for dir, d := range [2]*DirStats{&j.res.Read, &j.res.Write} {
-		j.samplers[dir].bw.init(from, s.BWAvgTime, true, &d.BW)
-		j.samplers[dir].iops.init(from, s.IOPSAvgTime, false, &d.IOPS)
+		j.samplers[dir].bw.init(from, s.BWAvgTime, true, j.deadline, &d.BW)
+		j.samplers[dir].iops.init(from, s.IOPSAvgTime, false, j.deadline, &d.IOPS)
 	}
 }
 
@@ -138,10 +150,10 @@ func (j *job) sampleDone(dir blockdev.Op, bs int64, now sim.Time) {
 	j.samplers[i].iops.add(now, 1)
 }
 
-// finishSamplers ends the job's rate samples.
-func (j *job) finishSamplers() {
+// finishSamplers ends the job's rate samples for a run that ended at end.
+func (j *job) finishSamplers(end sim.Time) {
 	for i := range j.samplers {
-		j.samplers[i].bw.finish()
-		j.samplers[i].iops.finish()
+		j.samplers[i].bw.finish(end)
+		j.samplers[i].iops.finish(end)
 	}
 }
