@@ -122,7 +122,7 @@ func latLine(name string, min, max uint64, mean, dev float64) string {
 // 2 us and 99.999 us, else nsec; scaled values are rounded up. Values are
 // right-aligned in a field as wide as the largest scaled (truncated) value,
 // at least 5, with as many entries per row as fit in 80 columns.
-func percentileBlock(name string, ps []float64, vals []uint64) string {
+func percentileBlock(name string, ps []float64, precision int, vals []uint64) string {
 	if len(vals) == 0 {
 		return ""
 	}
@@ -137,7 +137,6 @@ func percentileBlock(name string, ps []float64, vals []uint64) string {
 	case minv > 2000 && maxv > 99999:
 		unit, divisor, scale = "usec", 1000, 1
 	}
-	const precision = 2
 	width := 5
 	if maxv/divisor > 0 {
 		width = max(width, digits(maxv/divisor))
@@ -158,7 +157,7 @@ func percentileBlock(name string, ps []float64, vals []uint64) string {
 		if last {
 			sep = '\n'
 		}
-		fmt.Fprintf(&b, " %5.2fth=[%*d]%c", ps[j], width, v, sep)
+		fmt.Fprintf(&b, " %*.*fth=[%*d]%c", precision+3, precision, ps[j], width, v, sep)
 		if !last && j%perLine == perLine-1 {
 			b.WriteByte('\n')
 		}

@@ -184,7 +184,7 @@ func TestPercentileBlock(t *testing.T) {
 `},
 	}
 	for i, tt := range tests {
-		if got := percentileBlock(tt.name, ps, tt.vals); got != tt.want {
+		if got := percentileBlock(tt.name, ps, 2, tt.vals); got != tt.want {
 			t.Errorf("case %d:\n got:\n%s\nwant:\n%s", i, got, tt.want)
 		}
 	}
@@ -332,4 +332,16 @@ func TestRateSampleLinesMatchFio(t *testing.T) {
 		assert.EqualValues(t, tc.iops[0], dir["iops_min"])
 		assert.EqualValues(t, len(tc.iops), dir["iops_samples"])
 	}
+}
+
+// A percentile_list block of real fio 3.33 output
+// (percentile_list=50:99:99.9:99.995): three decimals, as its most
+// precise value has, and four to a line.
+func TestPercentileListBlockMatchesFio(t *testing.T) {
+	got := percentileBlock("clat", []float64{50, 99, 99.9, 99.995}, 3, []uint64{60672, 132096, 276480, 733184})
+	want := "    clat percentiles (usec):\n     | 50.000th=[   61], 99.000th=[  133], 99.900th=[  277], 99.995th=[  734]\n"
+	assert.Equal(t, want, got)
+	// Whole percentages print without decimals (fio's "%3.0f").
+	got = percentileBlock("clat", []float64{50, 90, 99}, 0, []uint64{5000, 6000, 7000})
+	assert.Equal(t, "    clat percentiles (nsec):\n     |  50th=[ 5000],  90th=[ 6000],  99th=[ 7000]\n", got)
 }

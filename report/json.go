@@ -24,8 +24,8 @@ import (
 // "global options" (when the run had any: the [global]
 // and command-line options, each name with its value as written, as fio
 // 3.33's json_add_job_opts writes them: options without a value are left
-// out and filename comes last; a command-line job's options start with
-// its "name"), "jobs" (one object per
+// out, a job file's are in fio's parse order (filename last), a
+// command-line job's start with its "name"), "jobs" (one object per
 // JobResult, groups in order), "disk_util" (fio's per-device counters:
 // "name", "read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks", "in_queue" in
 // msec, "util" in percent) when r.Disks is set, "blksim".
@@ -123,23 +123,15 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 }
 
 // optionsJSON is fio's "job options" or "global options" as fio 3.33
-// writes them (json_add_job_opts): each option's name and value as given,
-// in order, except that options without a value (bare flags such as
-// group_reporting) are left out and filename comes last.
+// writes them (json_add_job_opts): each option's name and value, in the
+// order fio parsed them (workload.JobSpec.Options), except that options
+// without a value (bare flags such as group_reporting) are left out.
 func optionsJSON(opts []workload.OptionValue) *jsonObject {
 	o := new(jsonObject)
-	var filename []workload.OptionValue
 	for _, v := range opts {
-		switch {
-		case v.Value == "":
-		case v.Name == "filename":
-			filename = append(filename, v)
-		default:
+		if v.Value != "" {
 			o.add(v.Name, v.Value)
 		}
-	}
-	for _, v := range filename {
-		o.add(v.Name, v.Value)
 	}
 	return o
 }
@@ -163,7 +155,7 @@ func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *j
 	o.add("trim", dirJSON(j, &emptyDir, 0, false))
 	sync := new(jsonObject)
 	sync.add("total_ios", j.Sync.IssuedFsync)
-	sync.add("lat_ns", latJSON(&j.Sync.Lat, !j.NoClatPercentiles))
+	sync.add("lat_ns", latJSON(&j.Sync.Lat, clatPercentiles(j)))
 	o.add("sync", sync)
 	o.add("job_runtime", jobRuntimeMsec(j))
 	usr, sys := j.CPU.Percent()
@@ -234,8 +226,8 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 	}
 	o.add("short_ios", short)
 	o.add("drop_ios", 0)
-	o.add("slat_ns", latJSON(&d.Slat, false))
-	clat := latJSON(&d.Clat, !j.NoClatPercentiles)
+	o.add("slat_ns", latJSON(&d.Slat, nil))
+	clat := latJSON(&d.Clat, clatPercentiles(j))
 	if bins && d.Clat.Count() > 0 && !j.NoClatPercentiles {
 		// fio's json+: every non-empty latency bucket, by its value in ns.
 		b := new(jsonObject)
@@ -243,7 +235,7 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 		clat.add("bins", b)
 	}
 	o.add("clat_ns", clat)
-	o.add("lat_ns", latJSON(&d.Lat, false))
+	o.add("lat_ns", latJSON(&d.Lat, nil))
 	bw, bwAgg := &d.BW, 0.0
 	if bw.N > 0 {
 		bwAgg = aggPercent(agg, bw.Mean)
@@ -263,19 +255,30 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 	return o
 }
 
-// latJSON is a latency object, as fio's add_ddir_lat_json; percentiles
-// says whether fio would add "percentile" (clat by default).
-func latJSON(h *latency.Histogram, withPercentiles bool) *jsonObject {
+// clatPercentiles is the job's percentile list for its completion (and
+// sync) latencies, nil with clat_percentiles=0.
+func clatPercentiles(j *workload.JobResult) []float64 {
+	if j.NoClatPercentiles {
+		return nil
+	}
+	ps, _ := jobPercentiles(j)
+	return ps
+}
+
+// latJSON is a latency object, as fio's add_ddir_lat_json, with a
+// "percentile" object for the percentiles ps when it has samples (nil ps:
+// none, as fio adds them to clat only by default).
+func latJSON(h *latency.Histogram, ps []float64) *jsonObject {
 	o := new(jsonObject)
 	o.add("min", h.Min())
 	o.add("max", h.Max())
 	o.add("mean", h.Mean())
 	o.add("stddev", h.Stddev())
 	o.add("N", h.Count())
-	if withPercentiles && h.Count() > 0 {
+	if ps != nil && h.Count() > 0 {
 		p := new(jsonObject)
-		for i, v := range percentiles(h) {
-			p.add(strconv.FormatFloat(defaultPercentiles[i], 'f', 6, 64), v)
+		for i, v := range percentiles(h, ps) {
+			p.add(strconv.FormatFloat(ps[i], 'f', 6, 64), v)
 		}
 		o.add("percentile", p)
 	}

@@ -221,7 +221,8 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult, agg [2]uint64) {
 		// fio's show_ddir_status for DDIR_SYNC.
 		b.WriteString("  fsync/fdatasync/sync_file_range:\n")
 		b.WriteString(latLine("sync", uint64(h.Min()), uint64(h.Max()), h.Mean(), h.Stddev()))
-		b.WriteString(percentileBlock("sync", defaultPercentiles[:], percentiles(h)))
+		ps, prec := jobPercentiles(j)
+		b.WriteString(percentileBlock("sync", ps, prec, percentiles(h, ps)))
 	}
 	b.WriteString(cpuLine(&j.CPU))
 	writeDepths(b, j)
@@ -390,7 +391,8 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 		b.WriteString(latLine(l.name, uint64(l.h.Min()), uint64(l.h.Max()), l.h.Mean(), l.h.Stddev()))
 	}
 	if s.Clat.Count() > 0 && !j.NoClatPercentiles {
-		b.WriteString(percentileBlock("clat", defaultPercentiles[:], percentiles(&s.Clat)))
+		ps, prec := jobPercentiles(j)
+		b.WriteString(percentileBlock("clat", ps, prec, percentiles(&s.Clat, ps)))
 	}
 	if r := &s.BW; r.N > 0 {
 		// KiB/s, or MiB/s above 1 GiB/s; min and max cut to integers.

@@ -134,10 +134,19 @@ func dirRuntimeMsec(j *workload.JobResult, d *workload.DirStats) uint64 {
 	return runtimeMsec(j)
 }
 
-// percentiles returns fio's default percentiles of h, in nanoseconds.
-func percentiles(h *latency.Histogram) []uint64 {
-	v := make([]uint64, len(defaultPercentiles))
-	for i, p := range defaultPercentiles {
+// jobPercentiles is the job's percentile list and the decimals they are
+// printed with: its percentile_list, or fio's default list with 2.
+func jobPercentiles(j *workload.JobResult) ([]float64, int) {
+	if j.Percentiles != nil {
+		return j.Percentiles, j.PercentilePrecision
+	}
+	return defaultPercentiles[:], 2
+}
+
+// percentiles returns the percentiles ps of h, in nanoseconds.
+func percentiles(h *latency.Histogram, ps []float64) []uint64 {
+	v := make([]uint64, len(ps))
+	for i, p := range ps {
 		v[i] = uint64(h.Percentile(p))
 	}
 	return v

@@ -169,15 +169,16 @@ func writeDirTerse(b *bufio.Writer, j *workload.JobResult, d *workload.DirStats,
 	writeLatTerse(b, d.Slat.Count(), d.Slat.Min(), d.Slat.Max(), d.Slat.Mean(), d.Slat.Stddev())
 	writeLatTerse(b, d.Clat.Count(), d.Clat.Min(), d.Clat.Max(), d.Clat.Mean(), d.Clat.Stddev())
 	var vals []uint64
+	ps, _ := jobPercentiles(j)
 	if !j.NoClatPercentiles {
-		vals = percentiles(&d.Clat)
+		vals = percentiles(&d.Clat, ps)
 	}
 	for i := range terseListLen {
 		if i >= len(vals) {
 			b.WriteString(";0%=0")
 			continue
 		}
-		b.WriteString(";" + strconv.FormatFloat(defaultPercentiles[i], 'f', 6, 64) + "%=" + strconv.FormatUint(vals[i]/1000, 10))
+		b.WriteString(";" + strconv.FormatFloat(ps[i], 'f', 6, 64) + "%=" + strconv.FormatUint(vals[i]/1000, 10))
 	}
 	writeLatTerse(b, d.Lat.Count(), d.Lat.Min(), d.Lat.Max(), d.Lat.Mean(), d.Lat.Stddev())
 	// Bandwidth samples: min, max, percentage of the group's aggregate

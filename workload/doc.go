@@ -41,7 +41,9 @@
 // continue_on_error (none, read, write, io, verify, all: an IO error
 // of a covered type, if EIO or EILSEQ, is counted and the job goes on,
 // as fio's td_non_fatal_error decides),
-// gtod_reduce, disable_lat, disable_clat, disable_slat, clat_percentiles
+// gtod_reduce, disable_lat, disable_clat, disable_slat, percentile_list
+// (sorted, printed with as many decimals as its most precise value, as
+// fio's), clat_percentiles
 // (lat_percentiles and slat_percentiles only as 0), and, as accepted
 // options that change nothing a simulation shows, disable_bw_measurement
 // (fio 3.33 still reports its bandwidth samples with it), clocksource (one

@@ -133,7 +133,6 @@ var notModelledReasons = map[string]string{
 	"nice":                  "process priorities are not modelled",
 	"cgroup*":               "cgroups are not modelled",
 	"ignore_error":          "blksim stops a job at its first IO error",
-	"percentile_list":       "blksim's report always has fio's default percentiles",
 	"unit_base":             "blksim's report uses bytes",
 	"mem":                   "IO buffer memory is not modelled",
 	"lockmem":               "memory locked away from the page cache is not modelled",

@@ -533,7 +533,7 @@ func (p *parser) endSection() *ParseError {
 			p.globalAt = map[string]optPos{}
 		}
 		maps.Copy(p.globalAt, where)
-		p.globalOpts = appendOptionValues(p.globalOpts, sec.opts)
+		p.globalOpts = appendOptionValues(p.globalOpts, sortedByPrio(sec))
 		return perr
 	}
 	st := p.global
@@ -544,7 +544,7 @@ func (p *parser) endSection() *ParseError {
 	js.File = sec.file
 	js.Line = sec.line
 	opts := sec.opts
-	js.Options = appendOptionValues(nil, sec.opts)
+	js.Options = appendOptionValues(nil, sortedByPrio(sec))
 	if sec.file == CommandLine {
 		// fio records a command-line job's --name with its options.
 		js.Options = append([]OptionValue{{Name: "name", Value: sec.name}}, js.Options...)
@@ -580,6 +580,28 @@ func (p *parser) endSection() *ParseError {
 	p.jobs = append(p.jobs, *js)
 	p.names[js.Name] = true
 	return nil
+}
+
+// sortedByPrio returns a section's options in the order fio parses (and
+// reports) them: a job file's sorted by their priority, kb_base and
+// lockfile first and filename last, the rest in order (fio's
+// sort_options); the command line's as given.
+func sortedByPrio(sec *section) []pendingOpt {
+	if sec.file == CommandLine {
+		return sec.opts
+	}
+	prio := func(po pendingOpt) int {
+		switch po.o.name {
+		case "kb_base", "lockfile":
+			return 1
+		case "filename":
+			return -1
+		}
+		return 0
+	}
+	opts := slices.Clone(sec.opts)
+	slices.SortStableFunc(opts, func(a, b pendingOpt) int { return prio(b) - prio(a) })
+	return opts
 }
 
 // appendOptionValues appends opts to vs as fio's JSON reports them: the

@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		"bs=4k\n[j]\n",
 		"[global-x]\nname=g\n[j]\nname=n\n",
 		"[j]\nsize=(1+2)\nnumjobs=$ncpus\n",
+		"[j]\npercentile_list=99.9:50:0:1e1\nbwavgtime=250\niopsavgtime=1k\n",
 		"[j\n",
 		"[]\n",
 		"[j]\n=x\ninclude a b\n",

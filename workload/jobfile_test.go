@@ -89,11 +89,12 @@ name=renamed
 	assert.Equal(t, optPos{"test.fio", 11, "bs"}, js.where["bs"], "in the job's section")
 	js.where = nil
 	// The options as given, for fio's JSON "global options" and "job
-	// options": table names, values as written, "" for a bare flag.
+	// options": table names, values as written, "" for a bare flag, in
+	// fio's parse order (filename last).
 	assert.Equal(t, []OptionValue{{"ioengine", "sync"}, {"direct", "1"}, {"thread", ""}, {"group_reporting", ""}}, js.GlobalOptions)
 	assert.Equal(t, []OptionValue{{"rw", "randrw"}, {"rwmixread", "70"}, {"bs", "4k,16k"}, {"size", "1g"},
-		{"filename", "/dev/nvme0n1"}, {"numjobs", "4"}, {"iodepth", "1"}, {"runtime", "30s"}, {"time_based", ""},
-		{"ramp_time", "2s"}, {"randseed", "1234"}, {"name", "renamed"}}, js.Options)
+		{"numjobs", "4"}, {"iodepth", "1"}, {"runtime", "30s"}, {"time_based", ""},
+		{"ramp_time", "2s"}, {"randseed", "1234"}, {"name", "renamed"}, {"filename", "/dev/nvme0n1"}}, js.Options)
 	js.Options, js.GlobalOptions = nil, nil
 	assert.Equal(t, want, js)
 
@@ -856,4 +857,52 @@ func TestParseFioExamplesPinned(t *testing.T) {
 		assert.Equal(t, tt.line, pe.Line, tt.file)
 		assert.Equal(t, tt.option, pe.Option, tt.file)
 	}
+}
+
+// percentile_list as fio parses it: sorted, the print precision the most
+// decimals written, the list ended at a 0, at most 20 values from 0 to
+// 100.
+func TestParsePercentileList(t *testing.T) {
+	for _, tc := range []struct {
+		val  string
+		ps   []float64
+		prec int
+	}{
+		{"99.9:50:99", []float64{50, 99, 99.9}, 1},
+		{"50:99:99.9:99.995", []float64{50, 99, 99.9, 99.995}, 3},
+		{"90", []float64{90}, 0},
+		{"50:0:99", []float64{50}, 0},
+		{"0", []float64{}, 0},
+		{"100", []float64{100}, 0},
+	} {
+		js := parseOne(t, "[j]\npercentile_list="+tc.val+"\n")
+		assert.Equal(t, tc.ps, js.Percentiles, tc.val)
+		assert.Equal(t, tc.prec, js.PercentilePrecision, tc.val)
+	}
+	assert.Nil(t, parseOne(t, "[j]\n").Percentiles, "unset: fio's default list")
+	for _, tc := range []struct{ val, msg string }{
+		{"101", `101 is out of range`},
+		{"-1", `-1 is out of range`},
+		{"50:x", `"x" is not a number`},
+		{"NaN", `"NaN" is not a number`},
+		{strings.Repeat("1:", 20) + "1", `21 percentiles: fio takes at most 20`},
+	} {
+		_, err := Parse("p.fio", strings.NewReader("[j]\npercentile_list="+tc.val+"\n"), noEnv)
+		require.Error(t, err, tc.val)
+		assert.Contains(t, err.Error(), `p.fio:2: option "percentile_list": bad value`)
+		assert.Contains(t, err.Error(), tc.msg)
+	}
+}
+
+// A job file's options are reported in fio's parse order (sort_options:
+// kb_base and lockfile first, filename last); the command line's as given.
+func TestOptionOrderAsFioParses(t *testing.T) {
+	js := parseOne(t, "[global]\nfilename=g\nbs=4k\n[j]\nfilename=f\nsize=1m\nkb_base=1000\nrw=read\n")
+	assert.Equal(t, []OptionValue{{"kb_base", "1000"}, {"size", "1m"}, {"rw", "read"}, {"filename", "f"}}, js.Options)
+	assert.Equal(t, []OptionValue{{"bs", "4k"}, {"filename", "g"}}, js.GlobalOptions)
+	jobs, err := ParseCommandLine([]CommandLineOption{
+		{Name: "name", Value: "x", HasValue: true}, {Name: "filename", Value: "f", HasValue: true},
+		{Name: "size", Value: "1m", HasValue: true}}, ParseOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []OptionValue{{"name", "x"}, {"filename", "f"}, {"size", "1m"}}, jobs[0].Options)
 }

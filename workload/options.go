@@ -445,6 +445,14 @@ var optionTable = []option{
 		js.IOPSAvgTime = time.Duration(v.Int) * time.Millisecond
 		return nil
 	}},
+	{name: "percentile_list", kind: kindRaw, expectText: "percentages from 0 to 100 separated by ':', at most 20", set: func(js *JobSpec, v optionValue) error {
+		ps, prec, err := parsePercentiles(v.Raw)
+		if err != nil {
+			return err
+		}
+		js.Percentiles, js.PercentilePrecision = ps, prec
+		return nil
+	}},
 	{name: "thinktime_blocks_type", kind: kindRaw, expectText: "complete or issue", set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
 		case "complete":

@@ -309,6 +309,10 @@ type JobResult struct {
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
 	// its reports leave out the completion latency percentiles.
 	NoClatPercentiles bool
+	// Percentiles and PercentilePrecision are the job's percentile_list
+	// (JobSpec.Percentiles; nil for fio's default list).
+	Percentiles         []float64
+	PercentilePrecision int
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its
 	// text: for a failed IO or fsync fio's td_verror text, e.g.
 	// "file:io_u.c:1889, func=io_u error, error=Input/output error".

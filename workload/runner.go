@@ -261,6 +261,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description, Thread: s.Thread,
 				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0,
+				Percentiles: s.Percentiles, PercentilePrecision: s.PercentilePrecision,
 				Options: s.Options}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))

@@ -94,7 +94,8 @@ type JobSpec struct {
 	// its own section's or [global]'s, for errors about it.
 	where map[string]optPos
 	// Options are the options the job's own section (or the command
-	// line: its --name, then the options after it) gave, in order, and
+	// line: its --name, then the options after it) gave, in the order
+	// fio parses them (in a job file kb_base first and filename last), and
 	// GlobalOptions those of [global] sections and of the command line
 	// outside jobs (options that override a job file's included): what
 	// fio's JSON "job options" and "global options" are made of (the
@@ -176,6 +177,12 @@ type JobSpec struct {
 	// four, as in fio.
 	DisableLat, DisableClat, DisableSlat bool
 	NoClatPercentiles                    bool
+	// Percentiles is fio's percentile_list: the percentiles the reports
+	// show, ascending (nil: fio's default list); PercentilePrecision the
+	// decimals they are printed with, the most any value was written
+	// with (fio's percentile_precision; 2 for the default list).
+	Percentiles         []float64
+	PercentilePrecision int
 	// ExitAllOnError is fio's exitall_on_error: when the job ends with an
 	// error, every other job is told to end.
 	ExitAllOnError bool

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -284,4 +285,49 @@ func decimalMillis(num string) string {
 		return "0"
 	}
 	return ms
+}
+
+// maxPercentiles is fio's FIO_IO_U_LIST_MAX_LEN, the longest
+// percentile_list.
+const maxPercentiles = 20
+
+// parsePercentiles parses fio's percentile_list: values from 0 to 100
+// separated by ':', at most 20. As fio, it returns them sorted, ends the
+// list at a 0 (fio's calc_clat_percentiles stops there), and takes the
+// print precision from the most decimals any value was written with.
+func parsePercentiles(raw string) ([]float64, int, error) {
+	parts := strings.Split(raw, ":")
+	if len(parts) > maxPercentiles {
+		return nil, 0, badValue(raw, "%d percentiles: fio takes at most %d", len(parts), maxPercentiles)
+	}
+	ps := []float64{}
+	prec := 0
+	ended := false
+	for _, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, 0, badValue(raw, "%q is not a number: expected percentages from 0 to 100 separated by ':'", p)
+		}
+		if v < 0 || v > 100 {
+			return nil, 0, badValue(raw, "%s is out of range: a percentile is from 0 to 100", p)
+		}
+		if i := strings.IndexByte(p, '.'); i >= 0 {
+			n := 0
+			for _, c := range p[i+1:] {
+				if c < '0' || c > '9' {
+					break
+				}
+				n++
+			}
+			prec = max(prec, n)
+		}
+		if v == 0 {
+			ended = true
+		}
+		if !ended {
+			ps = append(ps, v)
+		}
+	}
+	slices.Sort(ps)
+	return ps, prec, nil
 }
