@@ -1063,6 +1063,51 @@ func (f *File) Invalidate() int {
 	return len(drop)
 }
 
+// LayOut gives a new buffered file n bytes (rounded up to the block
+// size) of blocks in one run, as fio leaves a file it lays out for a job
+// that reads it (it writes the file whole and fsyncs it before the job
+// starts), and leaves its pages in the page cache, clean and uptodate, as
+// those writes do (the oldest evicted first when the cache is full): a
+// job that keeps them (invalidate=0) reads from the cache, one that drops
+// them reads from the device. The layout's own writes are not simulated
+// (the blocks hold no stamps, as a preallocated direct-IO file's). It
+// fails as Open does if the blocks do not fit, with EINVAL once an
+// AllocLog filesystem has allocated from its log, and with EEXIST if the
+// file already has blocks.
+func (f *File) LayOut(n int64) error {
+	fs := f.fs
+	if n <= 0 {
+		return fmt.Errorf("fsmodel: %q: size must be positive: %w", f.name, syscall.EINVAL)
+	}
+	if len(f.blocks) > 0 {
+		return fmt.Errorf("fsmodel: %q already has blocks: %w", f.name, syscall.EEXIST)
+	}
+	if fs.buf.logNext != 0 {
+		return fmt.Errorf("fsmodel: %q: laying out a file once the log-structured allocator has started is not modelled: %w", f.name, syscall.EINVAL)
+	}
+	blocks := (n + BlockSize - 1) / BlockSize
+	capBlocks := fs.q.Device().Capacity() / BlockSize
+	start := (fs.next + BlockSize - 1) / BlockSize
+	if free := min(capBlocks-start, capBlocks-fs.allocated-fs.reserved); blocks > free {
+		return fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, f.name, blocks*BlockSize, max(free, 0)*BlockSize)
+	}
+	for i := range blocks {
+		f.setBlock(i, start+i)
+	}
+	fs.next = (start + blocks) * BlockSize
+	fs.allocated += blocks
+	f.Extend(n)
+	for i := range blocks {
+		p, err := fs.buf.cache.Add(f.ino(), i)
+		if err != nil {
+			break // every page is pinned: the rest is not cached
+		}
+		p.SetUptodate()
+		p.Unlock()
+	}
+	return nil
+}
+
 // Extend sets the size of a buffered file to at least n bytes without
 // allocating blocks (the new range reads as zeros until written), as fio
 // sizes a file it is about to write.

@@ -2,6 +2,7 @@ package fsmodel
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -450,4 +451,51 @@ func TestBufferedWriteThrottledUnderInodeLock(t *testing.T) {
 	require.Positive(t, st.Pauses, "the big write is throttled")
 	assert.GreaterOrEqual(t, bDone, aDone, "b's write waits for i_rwsem until a's throttled write returns")
 	assert.GreaterOrEqual(t, f.Inode().Lock.Stats().Write.HoldMax, st.PauseMax, "the pause is part of a's hold")
+}
+
+// LayOut leaves a file as fio's layout does: its blocks in one run, its
+// pages cached clean; dropped, its reads go to the device. It refuses a
+// file with blocks, one that does not fit, and f2fs once its log started.
+func TestLayOut(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1024)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	require.NoError(t, f.LayOut(1<<20+1))
+	assert.Equal(t, int64(1<<20+1), f.Size())
+	blocks := f.Blocks()
+	require.Len(t, blocks, 257, "rounded up to the block")
+	for i, b := range blocks {
+		assert.Equal(t, blocks[0]+int64(i), b, "one run")
+	}
+	assert.Equal(t, 257, s.fs.buf.cache.InodePages(f.ino()), "cached as the layout's writes leave it")
+	assert.Zero(t, s.fs.buf.cache.Dirty())
+
+	// Cached: a read does no IO. Dropped: it reads the blocks.
+	read := func() uint64 {
+		before := s.q.Stats().IOs[0]
+		s.e.Go("r", func(tk *sim.Task) { require.NoError(t, f.BufferedRead(tk, 0, 1<<20, nil)) })
+		require.NoError(t, s.e.Run(-1))
+		return s.q.Stats().IOs[0] - before
+	}
+	assert.Zero(t, read())
+	f.Invalidate()
+	assert.NotZero(t, read())
+
+	assert.ErrorIs(t, f.LayOut(4096), syscall.EEXIST)
+	g, err := s.fs.Create("big")
+	require.NoError(t, err)
+	assert.ErrorIs(t, g.LayOut(8<<30), ErrNoSpace)
+	assert.ErrorIs(t, g.LayOut(0), syscall.EINVAL)
+
+	l := newBufStack(t, AllocLog, false, 0, 1024)
+	h, err := l.fs.Create("h")
+	require.NoError(t, err)
+	l.e.Go("w", func(tk *sim.Task) {
+		require.NoError(t, h.BufferedWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, h.Fsync(tk))
+	})
+	require.NoError(t, l.e.Run(-1))
+	k, err := l.fs.Create("k")
+	require.NoError(t, err)
+	assert.ErrorIs(t, k.LayOut(4096), syscall.EINVAL, "the log has started")
 }

@@ -251,3 +251,40 @@ func TestIssuedCountsMatchFio(t *testing.T) {
 		})
 	}
 }
+
+// A buffered file whose first job reads it is laid out as fio lays it out
+// (written whole before the job, extend_file's new_layout): with the
+// default invalidate=1 its reads go to the device, with invalidate=0 they
+// find it cached. A file a job writes first is not laid out.
+func TestBufferedReadOfFreshFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		devReads  bool
+	}{
+		{"invalidated", "[r]\nrw=randread\nbs=4k\nsize=1m\n", true},
+		{"kept cached", "[r]\nrw=randread\nbs=4k\nsize=1m\ninvalidate=0\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, 1)
+			j := onlyJob(t, runOn(t, st, tc.src))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, uint64(256), j.Read.IOs)
+			got := st.Queue.Stats().IOs[0]
+			if tc.devReads {
+				assert.Greater(t, got, uint64(128), "reads reach the device")
+			} else {
+				assert.Zero(t, got)
+			}
+		})
+	}
+	st := newStack(t, 1)
+	res := runOn(t, st, "[w]\nrw=write\nbs=4k\nsize=1m\nend_fsync=1\n[r]\nstonewall\nrw=read\nbs=4k\nsize=1m\nfilename=w.0.0\n")
+	for _, g := range res.Groups {
+		for _, j := range g.Jobs {
+			require.Zero(t, j.Error, j.ErrorMsg)
+		}
+	}
+	f, err := st.FS.Create("w.0.0") // the existing file
+	require.NoError(t, err)
+	assert.Equal(t, 256, len(f.Blocks()), "the writer's blocks, allocated at writeback")
+}

@@ -711,9 +711,16 @@ func (r *runState) layoutFiles(lbs int64) error {
 			f, err = r.fsys.Open(name, q.size)
 		} else {
 			// A buffered file is created without blocks: they are
-			// allocated at writeback (delayed or log-structured).
+			// allocated at writeback (delayed or log-structured). As
+			// fio lays out a file for a job that reads it (writes it
+			// whole, fsynced: extend_file's new_layout), one whose first
+			// job reads gets its blocks now, in one run.
 			f, err = r.fsys.Create(name)
-			if err == nil {
+			switch {
+			case err != nil:
+			case q.job.spec.RW.HasRead():
+				err = f.LayOut(q.size)
+			default:
 				f.Extend(q.size)
 			}
 		}
