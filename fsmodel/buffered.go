@@ -24,7 +24,9 @@ const (
 	// AllocLog is f2fs's log-structured allocation: at writeback, every
 	// page gets the next free block of the shared current segment of the
 	// warm data log, in submission order, under the log's mutex taken per
-	// page; rewrites go to new blocks.
+	// page; rewrites go to new blocks. The file's direct nodes, which hold
+	// the data blocks' addresses, are written by fsync and fdatasync to
+	// the warm node log, also out of place (File.NodeBlocks).
 	AllocLog
 )
 
@@ -81,10 +83,13 @@ type buffered struct {
 
 	nextID uint64
 
-	// AllocLog state: the current segment's next block, its mutex, the
-	// writepages mutex, and the filesystem-wide merged write bio.
-	logNext  int64
-	cursegMu *sim.Mutex
+	// AllocLog state: the warm data and warm node logs and their
+	// mutexes, the writepages mutex, and the filesystem-wide merged write
+	// bios of data and of nodes.
+	dataLog, nodeLog logHead
+	nodeTop          int64 // the node log's segments start here, down
+	cursegMu, nodeMu *sim.Mutex
+	nodes            *nodeBio
 	// copies are the recent buffered-write copies into pages, for what
 	// unserialized readers see (tearing.go).
 	copies  copyLog[*pagecache.Page]
@@ -117,6 +122,9 @@ func (fs *FS) EnableBuffered(opt BufferedOptions) error {
 	// queue_max_sectors_store), not max_hw_sectors_kb.
 	b.ra = pagecache.Readahead{MaxPages: opt.ReadaheadKB / 4, IOPages: int64(fs.q.MaxSectorsKB()) / 4}
 	b.cursegMu = sim.NewMutex(fs.e, fs.opt.Name+":curseg_lock", false)
+	if opt.Alloc == AllocLog {
+		b.nodeMu = sim.NewMutex(fs.e, fs.opt.Name+":node_curseg_lock", false)
+	}
 	b.wpMu = sim.NewMutex(fs.e, fs.opt.Name+":writepages", false)
 	wb, err := writeback.New(fs.e, writeback.Options{
 		Name: fs.q.Device().Name(), Limits: opt.Limits, Policy: opt.Policy,
@@ -156,7 +164,9 @@ func (fs *FS) Close() error {
 }
 
 // Create returns the file called name for buffered IO, creating it empty
-// (no blocks: they are allocated at writeback) if it does not exist.
+// (no blocks: they are allocated at writeback) if it does not exist. On
+// an AllocLog filesystem the inode is a node block, reserved here: with
+// none left Create fails with an error wrapping ErrNoSpace.
 func (fs *FS) Create(name string) (*File, error) {
 	if fs.buf == nil {
 		return nil, ErrNotBuffered
@@ -164,10 +174,14 @@ func (fs *FS) Create(name string) (*File, error) {
 	if f, ok := fs.files[name]; ok {
 		return f, nil
 	}
-	fs.buf.nextID++
-	f := &File{fs: fs, name: name, id: fs.buf.nextID, inode: &Inode{
+	f := &File{fs: fs, name: name, id: fs.buf.nextID + 1, inode: &Inode{
 		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
 	}, ra: pagecache.NewRAState()}
+	if fs.tracksNodes() && !f.createNode(0) {
+		// The inode block is a node, counted when the inode is made.
+		return nil, fmt.Errorf("%w: no block left for the inode of %q", ErrNoSpace, name)
+	}
+	fs.buf.nextID++
 	fs.files[name] = f
 	fs.order = append(fs.order, f)
 	return f, nil
@@ -258,7 +272,8 @@ func (b *buffered) addPage(t *sim.Task, f *File, idx int64) *pagecache.Page {
 // dirtying and the dirty-page throttling (balance_dirty_pages, which the
 // kernel calls in the page loop, under the lock). Blocks are allocated
 // later, at writeback, but each page dirtied without one reserves one
-// first, as delayed allocation does: when the device has none left
+// first, as delayed allocation does (on AllocLog also one for a direct
+// node the page is the first of): when the device has none left
 // (every block allocated or reserved) the write stops there with an
 // error wrapping ErrNoSpace (ENOSPC), the pages before it written.
 func (f *File) BufferedWrite(t *sim.Task, off, n int64, s blockdev.Stamp) error {
@@ -301,13 +316,19 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 		}
 		if !p.IsDirty() && f.block(idx) < 0 {
 			// write_begin's delayed-allocation reservation: a page
-			// without a block needs one at writeback.
-			if !fs.reserveBlock() {
+			// without a block needs one at writeback; on f2fs its
+			// direct node is made first (get_dnode_of_data with
+			// ALLOC_NODE), a block reserved for it too.
+			nodeOK := !fs.tracksNodes() || f.createNode(nodeIndex(idx))
+			if !nodeOK || !fs.reserveBlock() {
 				b.unlockPage(p)
 				if dirtied > 0 {
 					b.wb.MarkInodeDirty(f)
 				}
 				f.inode.Lock.UpWrite(t)
+				if !nodeOK {
+					return errNodeSpace(f.name, pos)
+				}
 				return fmt.Errorf("%s write at %d: %w", f.name, pos, ErrNoSpace)
 			}
 		}
@@ -842,9 +863,6 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 		// invalid blocks, as f2fs's slack space recycling does when no
 		// free segment is left (its cleaning is not modelled).
 		b.cursegMu.Lock(t)
-		if b.logNext == 0 {
-			b.logNext = (fs.next + BlockSize - 1) / BlockSize
-		}
 		// The old block is invalid before the new one is chosen: on a
 		// device whose every block holds valid data an overwrite reuses
 		// it rather than run the log past the device's end.
@@ -853,17 +871,10 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 		} else {
 			fs.takeReserved()
 		}
-		var blk int64
-		if b.logNext < capBlocks || len(fs.freed) == 0 {
-			blk = b.logNext
-			b.logNext++
-			fs.next = max(fs.next, b.logNext*BlockSize)
-		} else {
-			blk = fs.freed[0]
-			fs.freed = fs.freed[1:]
-		}
+		blk := fs.logBlock(&b.dataLog, &b.nodeLog)
 		b.cursegMu.Unlock(t)
 		f.setBlock(idx, blk)
+		f.dirtyNodes(idx)
 		return blk
 	}
 	if old >= 0 {
@@ -1015,7 +1026,8 @@ func (f *File) waitWriteback(t *sim.Task) {
 }
 
 // Fsync writes back the file's dirty pages and waits for them
-// (WB_SYNC_ALL), as fsync and fdatasync do, through the File's own open
+// (WB_SYNC_ALL), then on an AllocLog filesystem writes its dirty direct
+// nodes and waits for those, as fsync and fdatasync do, through the File's own open
 // file description (see Handle.Fsync). If a writeback of the file failed
 // since this description last looked (the flusher's, or this call's), it
 // returns that error (EIO, ENOSPC ...: file_check_and_advance_wb_err),
@@ -1032,6 +1044,9 @@ func (f *File) fsync(t *sim.Task, since *errSeq) error {
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
 	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
+	if f.fs.tracksNodes() {
+		f.syncNodes(t)
+	}
 	if errno := f.wbErr.checkAndAdvance(since); errno != 0 && err == nil {
 		err = fmt.Errorf("%s fsync: writeback failed: %w", f.name, errno)
 	}
@@ -1082,7 +1097,7 @@ func (f *File) LayOut(n int64) error {
 	if len(f.blocks) > 0 {
 		return fmt.Errorf("fsmodel: %q already has blocks: %w", f.name, syscall.EEXIST)
 	}
-	if fs.buf.logNext != 0 {
+	if fs.buf.logStarted() {
 		return fmt.Errorf("fsmodel: %q: laying out a file once the log-structured allocator has started is not modelled: %w", f.name, syscall.EINVAL)
 	}
 	blocks := (n + BlockSize - 1) / BlockSize
@@ -1091,11 +1106,31 @@ func (f *File) LayOut(n int64) error {
 	if free := min(capBlocks-start, capBlocks-fs.allocated-fs.reserved); blocks > free {
 		return fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, f.name, blocks*BlockSize, max(free, 0)*BlockSize)
 	}
+	nodes := 0
+	if fs.tracksNodes() {
+		nodes = nodeIndex(blocks-1) + 1 - len(f.nodes)
+	}
+	if free := capBlocks - fs.allocated - fs.reserved - blocks; int64(nodes) > free {
+		return fmt.Errorf("%w: %q needs %d bytes for its nodes, %d free", ErrNoSpace, f.name, int64(nodes)*BlockSize, max(free, 0)*BlockSize)
+	}
 	for i := range blocks {
 		f.setBlock(i, start+i)
 	}
 	fs.next = (start + blocks) * BlockSize
 	fs.allocated += blocks
+	if fs.tracksNodes() {
+		// Its nodes were written with it (where is not modelled) and
+		// are clean.
+		for k := range nodeIndex(blocks-1) + 1 {
+			f.createNode(k)
+			n := &f.nodes[k]
+			if n.reserved {
+				n.reserved = false
+				fs.takeReserved()
+			}
+			n.dirty = false
+		}
+	}
 	f.Extend(n)
 	for i := range blocks {
 		p, err := fs.buf.cache.Add(f.ino(), i)

@@ -136,6 +136,8 @@ type File struct {
 	// a writeback bio of the file fails; wbSince is the File's own file
 	// description's sample of it (f_wb_err), for File.Fsync.
 	wbErr, wbSince errSeq
+	// nodes are the file's f2fs direct nodes (AllocLog), the inode first.
+	nodes []f2fsNode
 }
 
 // Open returns the file called name, creating it preallocated with size
@@ -163,7 +165,7 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 		// reached yet.
 		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, free*BlockSize)
 	}
-	if fs.buf != nil && fs.buf.logNext != 0 {
+	if fs.buf != nil && fs.buf.logStarted() {
 		// f2fs's log runs on from the bump pointer: an extent placed
 		// there now would be written over.
 		return nil, fmt.Errorf("fsmodel: %q: preallocating a file once the log-structured allocator has started is not modelled: %w", name, syscall.EINVAL)

@@ -22,9 +22,12 @@ func TestBufferedSpace(t *testing.T) {
 		{"ext4 past the device", "ext4", "[w]\nrw=write\nbs=1m\nsize=128m\ndirect=0\nend_fsync=1\n", syscall.ENOSPC},
 		{"ext4 three files in 64m", "ext4", "[w]\nrw=write\nbs=256k\nsize=20m\nnumjobs=3\nfilename_format=f.$jobnum\ndirect=0\nend_fsync=1\nverify=crc32c\n", 0},
 		{"f2fs overwrites twice the device", "f2fs", "[w]\nrw=randwrite\nbs=64k\nsize=32m\nloops=4\nfsync=32\ndirect=0\nverify=crc32c\n", 0},
-		// Every block valid: an overwrite reuses the block it invalidates
-		// (the log ran past the device's end, EIO).
-		{"f2fs overwrites a file the device's size", "f2fs", "[w]\nrw=randwrite\nbs=64k\nsize=64m\nloops=2\nfsync=32\ndirect=0\nverify=crc32c\n", 0},
+		// Every block valid but a few: an overwrite reuses the block it
+		// invalidates (the log ran past the device's end, EIO).
+		{"f2fs overwrites a file filling the device", "f2fs", "[w]\nrw=randwrite\nbs=64k\nsize=63m\nloops=2\nfsync=32\ndirect=0\nverify=crc32c\n", 0},
+		// The file's node blocks (the inode and 16 direct nodes) do not
+		// fit beside a file the device's size.
+		{"f2fs file the device's size", "f2fs", "[w]\nrw=write\nbs=64k\nsize=64m\nend_fsync=1\ndirect=0\n", syscall.ENOSPC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStackWith(t, 1, "fs="+tc.fs, "device.capacity=64m")

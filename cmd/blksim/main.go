@@ -512,5 +512,39 @@ func writeLayout(w io.Writer, fsys *fsmodel.FS) {
 			}
 			fmt.Fprintf(w, "    %8d -> %10d  %8d\n", x.Logical>>10, x.Physical>>10, x.Length>>10)
 		}
+		if nodes := f.NodeBlocks(); len(nodes) > 0 {
+			fmt.Fprintf(w, "    nodes: the inode and %d direct, %s\n", len(nodes)-1, nodeRuns(nodes))
+		}
 	}
+}
+
+// nodeRuns describes where an f2fs file's direct nodes were last
+// written: runs of adjacent blocks as device KiB ranges, at most eight.
+func nodeRuns(blocks []int64) string {
+	var runs []string
+	unwritten := 0
+	for i := 0; i < len(blocks); {
+		if blocks[i] < 0 {
+			unwritten++
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(blocks) && blocks[j] == blocks[j-1]+1 {
+			j++
+		}
+		runs = append(runs, fmt.Sprintf("%d-%d", blocks[i]*fsmodel.BlockSize>>10, (blocks[j-1]+1)*fsmodel.BlockSize>>10))
+		i = j
+	}
+	if len(runs) > 8 {
+		runs = append(runs[:8], fmt.Sprintf("... %d more", len(runs)-8))
+	}
+	out := "none written"
+	if len(runs) > 0 {
+		out = "at device KiB " + strings.Join(runs, ", ")
+	}
+	if unwritten > 0 && len(runs) > 0 {
+		out += fmt.Sprintf(" (%d not written)", unwritten)
+	}
+	return out
 }
