@@ -139,6 +139,19 @@ func TestSyncsAcrossLoops(t *testing.T) {
 	}
 }
 
+// A time_based job keeps making fsync=N and fdatasync=N syncs past its
+// first pass over the file: fio's do_io loop runs on while time_based,
+// whatever was issued (fio 3.33, size=100k rate_iops=200 runtime=1
+// fdatasync=4: 201 writes, 50 fdatasyncs).
+func TestTimeBasedSyncsKeepComing(t *testing.T) {
+	st := newStack(t, 1)
+	j := onlyJob(t, runOn(t, st, "[j]\nrw=write\nbs=4k\nsize=100k\ntime_based\nruntime=1\nrate_iops=200\nfdatasync=4\n"))
+	require.Zero(t, j.Error, j.ErrorMsg)
+	writes := j.Write.Issued
+	assert.Greater(t, writes, uint64(150), "the rate, not the file, bounds the writes")
+	assert.Equal(t, writes/4, j.Sync.IssuedDatasync)
+}
+
 // io_uring queues end_fsync's fsync (IORING_OP_FSYNC), so fio counts it
 // as a unit at depth 1 with a submit and a reap; libaio fsyncs inside the
 // submitting call, and fio counts nothing (fio 3.33: io_uring iodepth=4

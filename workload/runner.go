@@ -1806,13 +1806,18 @@ func (j *job) syncDue() string {
 }
 
 // loopGoesOn reports whether fio's do_io would pick another IO after the
-// phase's last one (io_issue_bytes_exceeded is false): the bytes issued,
-// over all loops, of the job's directions are short of its size (or
-// io_size) times its loops, and number_ios is not reached.
+// phase's last one: number_ios is not reached, and the job is time_based
+// or (io_issue_bytes_exceeded is false) the bytes issued, over all loops,
+// of the job's directions are short of its size (or io_size) times its
+// loops.
 func (j *job) loopGoesOn() bool {
 	s := j.spec
 	if s.NumberIOs > 0 && j.ios >= s.NumberIOs {
 		return false
+	}
+	if s.TimeBased {
+		// do_io's loop runs on whatever was issued while time_based.
+		return true
 	}
 	var b int64
 	switch {
