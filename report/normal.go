@@ -114,8 +114,9 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 	clone := 0
 	var prev *workload.JobResult
 	for gi := range r.Groups {
-		for ji := range r.Groups[gi].Jobs {
-			j := &r.Groups[gi].Jobs[ji]
+		jobs := r.Groups[gi].AsRun()
+		for ji := range jobs {
+			j := &jobs[ji]
 			if prev != nil && prev.Name == j.Name && prev.GroupID == j.GroupID {
 				clone++
 			} else {
@@ -131,7 +132,7 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 				fmt.Fprintf(b, "%s: (g=%d): rw=%s, bs=(R) %s-%s, (W) %s-%s, (T) %s-%s, ioengine=%s, iodepth=%d\n",
 					j.Name, j.GroupID, j.RW, rlo, rhi, wlo, whi, wlo, whi, j.IOEngine, j.IODepth)
 				if j.Jobs > 1 {
-					// group_reporting merged its clones.
+					// A merged entry standing for its clones.
 					b.WriteString("...\n")
 				}
 			case clone == 1:
@@ -149,8 +150,9 @@ func writeDescriptions(b *bufio.Writer, r *workload.Result) {
 func writeStarting(b *bufio.Writer, r *workload.Result) {
 	var threads, procs, capped int
 	for gi := range r.Groups {
-		for ji := range r.Groups[gi].Jobs {
-			j := &r.Groups[gi].Jobs[ji]
+		jobs := r.Groups[gi].AsRun()
+		for ji := range jobs {
+			j := &jobs[ji]
 			if j.Thread {
 				threads += max(j.Jobs, 1)
 			} else {

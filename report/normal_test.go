@@ -289,3 +289,21 @@ func TestSyncEngineDepthNote(t *testing.T) {
 	assert.Contains(t, b.String(), "Starting 4 processes\n"+note+note+"\n")
 	assert.Equal(t, 2, strings.Count(b.String(), note))
 }
+
+// With group_reporting, fio still describes each job as it starts (a
+// "..." for clones) and notes each capped synchronous job: the lines come
+// from the jobs as they ran, not from the merged entry (fio 3.33).
+func TestGroupReportingDescribesEveryJob(t *testing.T) {
+	const note = "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1\n"
+	r1 := workload.JobResult{Name: "r", GroupID: 1, RW: "read", BS: [2]int64{4096, 4096}, IOEngine: "libaio", IODepth: 4, Jobs: 1}
+	z := workload.JobResult{Name: "z", GroupID: 1, RW: "randread", BS: [2]int64{4096, 4096}, IOEngine: "sync", IODepth: 2, Jobs: 1}
+	merged := r1
+	merged.Jobs = 3
+	r := &workload.Result{Groups: []workload.GroupResult{{GroupID: 1, GroupReporting: true,
+		Jobs: []workload.JobResult{merged}, Members: []workload.JobResult{r1, r1, z}}}}
+	var b strings.Builder
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	assert.Contains(t, b.String(), "r: (g=1): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=libaio, iodepth=4\n...\n"+
+		"z: (g=1): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=sync, iodepth=2\nblksim\nStarting 3 processes\n"+note+"\n")
+	assert.Equal(t, 1, strings.Count(b.String(), note))
+}

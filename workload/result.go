@@ -394,6 +394,19 @@ type GroupResult struct {
 	GroupID        int
 	GroupReporting bool
 	Jobs           []JobResult
+	// Members are the group's jobs as they ran, one per clone, when
+	// group_reporting merged them into Jobs' one entry (nil otherwise):
+	// fio describes each job at its start whatever the reporting.
+	Members []JobResult
+}
+
+// AsRun returns the group's jobs as they ran: Members if group_reporting
+// merged them, else Jobs.
+func (g *GroupResult) AsRun() []JobResult {
+	if g.Members != nil {
+		return g.Members
+	}
+	return g.Jobs
 }
 
 // EngineFigures describes the engine's own work during a run.

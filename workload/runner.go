@@ -1737,7 +1737,15 @@ func groupResults(jobs []*job) []GroupResult {
 		if !gr.GroupReporting || len(gr.Jobs) < 2 {
 			continue
 		}
+		gr.Members = gr.Jobs
+		// fio's __show_run_stats takes the name, description and group
+		// from the group's first job, and overwrites the option list,
+		// percentile settings and latency depth with each job's in turn,
+		// so the last job's are reported.
 		merged := gr.Jobs[0]
+		last := &gr.Jobs[len(gr.Jobs)-1]
+		merged.Options, merged.IODepth = last.Options, last.IODepth
+		merged.NoClatPercentiles, merged.Percentiles, merged.PercentilePrecision = last.NoClatPercentiles, last.Percentiles, last.PercentilePrecision
 		merged.Jobs = len(gr.Jobs)
 		merged.Read, merged.Write, merged.CPU, merged.Sync = DirStats{}, DirStats{}, CPUUsage{}, SyncStats{}
 		merged.Depths = IODepthDist{}

@@ -817,3 +817,35 @@ func TestRunFsyncEveryNIsTimedApart(t *testing.T) {
 		})
 	}
 }
+
+// group_reporting merges a group's jobs as fio's __show_run_stats does:
+// the name from the first job, the option list, percentile settings and
+// latency depth from the last (each job overwrites them in turn), and the
+// jobs as they ran kept in Members (fio describes each at its start).
+// Checked against fio 3.33's normal and JSON output for this file.
+func TestGroupReportingMergeTakesLastJobsOptions(t *testing.T) {
+	st := newStack(t, 1)
+	res := runOn(t, st, "[global]\ngroup_reporting\nsize=256k\nbs=4k\nfilename=f\n"+
+		"[w]\nrw=write\nnumjobs=3\n"+
+		"[r]\nstonewall\nrw=read\nioengine=libaio\niodepth=4\nnumjobs=2\npercentile_list=50\n"+
+		"[z]\nrw=randread\nioengine=sync\niodepth=2\n")
+	require.Len(t, res.Groups, 2)
+	g := res.Groups[1]
+	require.Len(t, g.Jobs, 1)
+	m := g.Jobs[0]
+	assert.Equal(t, "r", m.Name)
+	assert.Equal(t, 3, m.Jobs)
+	assert.Equal(t, 2, m.IODepth, "the latency depth is the last job's")
+	var opts []string
+	for _, o := range m.Options {
+		opts = append(opts, o.Name+"="+o.Value)
+	}
+	assert.Equal(t, []string{"rw=randread", "ioengine=sync", "iodepth=2"}, opts)
+	assert.NotEqual(t, []float64{50}, m.Percentiles, "the last job's percentile list (fio's default)")
+	var names []string
+	for _, j := range g.AsRun() {
+		names = append(names, j.Name)
+	}
+	assert.Equal(t, []string{"r", "r", "z"}, names)
+	assert.Len(t, res.Groups[0].AsRun(), 3)
+}
