@@ -190,7 +190,7 @@ func sampleResult() *workload.Result {
 			{GroupID: 3, Jobs: []workload.JobResult{e}},
 		},
 		Locks:  locks,
-		Engine: workload.EngineFigures{SimulatedIOs: ios, Events: 1234567, WallSeconds: 1.75, SimulatedSeconds: 60.000999999},
+		Engine: workload.EngineFigures{SimulatedIOs: ios, Events: 1234567, WallSeconds: 1.75, SimulatedSeconds: 60.000999999, JobsSeconds: 59.2},
 		Seed:   42,
 		CPUs: []sim.CPUStat{
 			{User: 70 * time.Millisecond, Sys: 1500 * time.Millisecond},

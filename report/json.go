@@ -101,8 +101,10 @@ func WriteJSON(w io.Writer, r *workload.Result, opt Options) error {
 		root.add("global options", globals)
 	}
 	// fio's per-job "elapsed" is the run's time so far in whole seconds,
-	// rounded up (eta.c calc_thread_status); here the simulated time.
-	elapsed := (uint64(r.Engine.SimulatedSeconds*1000) + 999) / 1000
+	// rounded up (eta.c calc_thread_status), when its jobs have ended:
+	// here the simulated time until the last job ended, not the
+	// writeback the engine simulates after it.
+	elapsed := (uint64(r.Engine.JobsSeconds*1000) + 999) / 1000
 	jobs := []any{}
 	for gi := range r.Groups {
 		agg := groupAgg(&r.Groups[gi])

@@ -268,3 +268,23 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// A job's "elapsed" counts whole seconds, rounded up, until the jobs
+// ended, as fio's does when it exits, not the writeback the engine goes
+// on simulating (fio 3.33: a 3 ms buffered write job shows elapsed 1).
+func TestJSONElapsedEndsWithTheJobs(t *testing.T) {
+	r := sampleResult()
+	r.Engine.SimulatedSeconds, r.Engine.JobsSeconds = 36.2, 0.003
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, r, Options{}))
+	var top struct {
+		Jobs []struct {
+			Elapsed int `json:"elapsed"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &top))
+	require.NotEmpty(t, top.Jobs)
+	for _, j := range top.Jobs {
+		assert.Equal(t, 1, j.Elapsed)
+	}
+}

@@ -428,6 +428,9 @@ type EngineFigures struct {
 	// a device writing back its cache, a scheduler's idle timer, the
 	// flusher's next periodic wakeup.
 	ActiveSeconds float64
+	// JobsSeconds is the simulated time from the start until the last
+	// job ended: how long fio itself would have run.
+	JobsSeconds float64
 }
 
 // DiskResult is one device's block-layer figures for a run.

@@ -327,7 +327,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	}
 	active := max(r.lastEnd, r.fsys.Queue().LastCompletion(), r.start)
 	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9,
-		ActiveSeconds: float64(active-r.start) / 1e9}
+		ActiveSeconds: float64(active-r.start) / 1e9, JobsSeconds: float64(max(r.lastEnd, r.start)-r.start) / 1e9}
 	return res, nil
 }
 
