@@ -372,8 +372,8 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 	s := d.stats
 	bw := 1000 * s.Bytes / runt
 	iops := 1000 * s.Issued / runt
-	bwBin, bwDec := formatBW(bw)
-	ioBin, _ := formatBytes(s.Bytes)
+	bw1, bw2 := bwByBase(bw, j.KBBase)
+	io1, _ := bytesByBase(s.Bytes, j.KBBase)
 	// fio 3.33 ends every write line with its zoned-device count
 	// (zbd_write_status); blksim's devices are not zoned.
 	post := ""
@@ -381,7 +381,7 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 		post = "; 0 zone resets"
 	}
 	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)%s\n",
-		d.name, formatIOPS(iops), bwBin, bwDec, ioBin, runt, post)
+		d.name, formatIOPS(iops), bw1, bw2, io1, runt, post)
 
 	for _, l := range []struct {
 		name string
@@ -398,9 +398,16 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 	}
 	if r := &s.BW; r.N > 0 {
 		// KiB/s, or MiB/s above 1 GiB/s; min and max cut to integers.
-		unit, div := "KiB", 1.0
-		if r.Mean > 1024*1024 {
-			unit, div = "MiB", 1024
+		// With kb_base=1000 fio names the units kB and MB and switches
+		// at 1000*1000 KiB/s (dividing by 1000), though the samples
+		// stay in KiB/s.
+		unit, big, kb := "KiB", "MiB", 1024.0
+		if j.KBBase == 1000 {
+			unit, big, kb = "kB", "MB", 1000
+		}
+		div := 1.0
+		if r.Mean > kb*kb {
+			unit, div = big, kb
 		}
 		fmt.Fprintf(b, "   bw (%5s/s): min=%5d, max=%5d, per=%3.2f%%, avg=%5.02f, stdev=%5.02f, samples=%d\n",
 			unit, uint64(float64(r.Min)/div), uint64(float64(r.Max)/div), aggPercent(agg, r.Mean),
@@ -480,14 +487,16 @@ func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
 		if gr.maxRun == 0 {
 			continue
 		}
-		agg := gr.agg()
-		aggBin, aggDec := formatBW(agg)
-		minBin, minDec := formatBW(gr.minBW)
-		maxBin, maxDec := formatBW(gr.maxBW)
-		ioBin, ioDec := formatBytes(gr.ioBytes)
+		// fio's group status units follow the kb_base of the group's
+		// last job (__show_run_stats sets rs->kb_base from each).
+		kb := g.Jobs[len(g.Jobs)-1].KBBase
+		agg1, agg2 := bwByBase(gr.agg(), kb)
+		min1, min2 := bwByBase(gr.minBW, kb)
+		max1, max2 := bwByBase(gr.maxBW, kb)
+		io1, io2 := bytesByBase(gr.ioBytes, kb)
 		fmt.Fprintf(b, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%d-%dmsec\n",
-			statusNames[i], aggBin, aggDec, minBin, maxBin, minDec, maxDec,
-			ioBin, ioDec, gr.minRun, gr.maxRun)
+			statusNames[i], agg1, agg2, min1, max1, min2, max2,
+			io1, io2, gr.minRun, gr.maxRun)
 	}
 }
 

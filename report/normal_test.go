@@ -307,3 +307,20 @@ func TestGroupReportingDescribesEveryJob(t *testing.T) {
 		"z: (g=1): rw=randread, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=sync, iodepth=2\nblksim\nStarting 3 processes\n"+note+"\n")
 	assert.Equal(t, 1, strings.Count(b.String(), note))
 }
+
+// kb_base=1000 puts SI units first and IEC ones second in the bandwidth
+// and size figures, and names the bandwidth samples' unit kB (their
+// values stay KiB/s), as fio 3.33 prints this run: 244 4 KiB writes in
+// 611 ms, one sample of 1608 KiB/s.
+func TestKBBase1000PrintsSIUnitsFirst(t *testing.T) {
+	r := fioJob(true, 244, 4096, 611, nil)
+	j := &r.Groups[0].Jobs[0]
+	j.KBBase = 1000
+	j.Write.BW.Add(1608)
+	var b strings.Builder
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	out := b.String()
+	assert.Contains(t, out, "  write: IOPS=399, BW=1636kB/s (1597KiB/s)(999kB/611msec); 0 zone resets\n")
+	assert.Contains(t, out, "   bw (   kB/s): min= 1608, max= 1608, per=100.00%, avg=1608.00, stdev= 0.00, samples=1\n")
+	assert.Contains(t, out, "  WRITE: bw=1636kB/s (1597KiB/s), 1636kB/s-1636kB/s (1597KiB/s-1597KiB/s), io=999kB (976KiB), run=611-611msec\n")
+}

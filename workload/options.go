@@ -623,6 +623,7 @@ var optionTable = []option{
 		if v.kb != nil {
 			*v.kb = n
 		}
+		js.KBBase = n
 		return nil
 	}},
 	// fio lays files out (writes them) before a job starts; blksim creates

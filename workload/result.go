@@ -313,6 +313,9 @@ type JobResult struct {
 	// (JobSpec.Percentiles; nil for fio's default list).
 	Percentiles         []float64
 	PercentilePrecision int
+	// KBBase is the job's kb_base (JobSpec.KBBase): 1000 reports sizes
+	// and bandwidths in SI units first, IEC ones second.
+	KBBase int64
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its
 	// text: for a failed IO or fsync fio's td_verror text, e.g.
 	// "file:io_u.c:1889, func=io_u error, error=Input/output error".

@@ -262,7 +262,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description, Thread: s.Thread,
 				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0,
 				Percentiles: s.Percentiles, PercentilePrecision: s.PercentilePrecision,
-				Options: s.Options}
+				Options: s.Options, KBBase: s.KBBase}
 			for d := range 2 {
 				j.res.BS[d] = minBSDir(s, blockdev.Op(d))
 				if hi := maxBSDir(s, blockdev.Op(d)); hi != j.res.BS[d] {

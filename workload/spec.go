@@ -183,6 +183,9 @@ type JobSpec struct {
 	// with (fio's percentile_precision; 2 for the default list).
 	Percentiles         []float64
 	PercentilePrecision int
+	// KBBase is kb_base, 1000 or 1024 (0: fio's default, 1024): the
+	// base sizes are read with and the units reported first.
+	KBBase int64
 	// ExitAllOnError is fio's exitall_on_error: when the job ends with an
 	// error, every other job is told to end.
 	ExitAllOnError bool
