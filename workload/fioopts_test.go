@@ -157,6 +157,10 @@ func TestParseOverrides(t *testing.T) {
 	assert.Equal(t, int64(16<<10), jobs[0].Size, "an override replaces the job's own option")
 	assert.Equal(t, [2]int64{8192, 8192}, jobs[0].BS, "and leaves the others")
 	assert.Equal(t, int64(16000), jobs[1].Size, "the job's kb_base reads the override")
+	// JSON "job options" report what ran: the overridden size is the
+	// command line's, shown with the global options.
+	assert.Equal(t, []OptionValue{{Name: "bs", Value: "8k"}}, jobs[0].Options)
+	assert.Contains(t, jobs[0].GlobalOptions, OptionValue{Name: "size", Value: "16k"})
 
 	for _, tc := range []struct {
 		o   CommandLineOption

@@ -561,6 +561,9 @@ func (p *parser) endSection() *ParseError {
 		}
 		opts = append(opts[:len(opts):len(opts)], po)
 		js.GlobalOptions = appendOptionValues(js.GlobalOptions, []pendingOpt{po})
+		// The job ran with the command line's value: its own setting
+		// is not reported as its option.
+		js.Options = slices.DeleteFunc(js.Options, func(v OptionValue) bool { return v.Name == po.o.name })
 	}
 	own, perr := p.applyAll(&st, opts)
 	if perr != nil {
