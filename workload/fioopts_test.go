@@ -386,7 +386,7 @@ func TestParseNewOptionErrors(t *testing.T) {
 		{"rw_sequencer=random", ErrBadValue, "rw_sequencer", "identical"},
 		{"rate_process=burst", ErrBadValue, "rate_process", "poisson"},
 		{"exit_what=some", ErrBadValue, "exit_what", "stonewall"},
-		{"thinktime_blocks=0", ErrBadValue, "thinktime_blocks", "integer >= 1"},
+		{"thinktime_blocks=0", ErrBadValue, "thinktime_blocks", "integer from 1 to 2147483647"},
 		{"thinktime=1y", ErrBadValue, "thinktime", "microseconds if none"},
 		{"startdelay=a-b", ErrBadValue, "startdelay", `bad value "a"`},
 		{"verify=sha9", ErrBadValue, "verify", "crc32c"},

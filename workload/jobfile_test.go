@@ -596,8 +596,8 @@ func TestParseErrors(t *testing.T) {
 		{"flag negative", "[j]\ntime_based=-1\n", ErrBadValue, 2, "time_based", "expected 0 or 1"},
 		{"numjobs zero", "[j]\nnumjobs=0\n", ErrBadValue, 2, "numjobs", "from 1 to 4096"},
 		{"numjobs too many", "[j]\nnumjobs=4097\n", ErrBadValue, 2, "numjobs", "from 1 to 4096"},
-		{"iodepth zero", "[j]\niodepth=0\n", ErrBadValue, 2, "iodepth", "integer >= 1"},
-		{"iodepth huge", "[j]\niodepth=1t\n", ErrBadValue, 2, "iodepth", "integer >= 1"},
+		{"iodepth zero", "[j]\niodepth=0\n", ErrBadValue, 2, "iodepth", "integer from 1 to 2147483647"},
+		{"iodepth huge", "[j]\niodepth=1t\n", ErrBadValue, 2, "iodepth", "integer from 1 to 2147483647"},
 		{"rwmixread over 100", "[j]\nrwmixread=101\n", ErrBadValue, 2, "rwmixread", "from 0 to 100"},
 		{"rwmixwrite over 100", "[j]\nrwmixwrite=200\n", ErrBadValue, 2, "rwmixwrite", "from 0 to 100"},
 		{"rw unknown", "[j]\nrw=sideways\n", ErrBadValue, 2, "rw", "expected one of read, write"},
@@ -623,7 +623,7 @@ func TestParseErrors(t *testing.T) {
 		{"iodepth_batch_submit junk", "[j]\niodepth_batch_submit=many\n", ErrBadValue, 2, "iodepth_batch_submit", `bad value "many"`},
 		{"iodepth_batch_complete_min bare", "[j]\niodepth_batch_complete_min\n", ErrBadValue, 2, "iodepth_batch_complete_min", "a value is required"},
 		{"iodepth_batch_complete alias", "[j]\niodepth_batch_complete=1x\n", ErrBadValue, 2, "iodepth_batch_complete", "unknown size suffix"},
-		{"iodepth_batch_complete_max huge", "[global]\n[j]\niodepth_batch_complete_max=1t\n", ErrBadValue, 3, "iodepth_batch_complete_max", "integer >= 0"},
+		{"iodepth_batch_complete_max huge", "[global]\n[j]\niodepth_batch_complete_max=1t\n", ErrBadValue, 3, "iodepth_batch_complete_max", "integer from 0 to 2147483647"},
 		{"iodepth_low negative", "[j]\niodepth_low=-4\n", ErrBadValue, 2, "iodepth_low", "must not be negative"},
 
 		// Not modelled.
@@ -685,7 +685,7 @@ func TestParseErrorFormat(t *testing.T) {
 		{"[j\n", `bad.fio:1: syntax error: section header "[j" must end with "]"`},
 		{"bs=4k\n", `bad.fio:1: option "bs": syntax error: option outside of any section: add a [global] or [jobname] header above it`},
 		{"[j]\nrw=randtrim\n", `bad.fio:2: option "rw": rw=randtrim: trim is not modelled by blksim`},
-		{"[j]\nbwavgtime=0\n", `bad.fio:2: option "bwavgtime": bad value "0": expected an integer >= 1`},
+		{"[j]\nbwavgtime=0\n", `bad.fio:2: option "bwavgtime": bad value "0": expected an integer from 1 to 2147483647`},
 		{"[j]\niopsavgtime=x\n", `bad.fio:2: option "iopsavgtime": bad value "x": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
 	}
 	for _, tt := range tests {

@@ -713,9 +713,6 @@ func (o *option) expect() string {
 	case kindSize:
 		return "expected " + sizeExpect
 	case kindInt:
-		if o.max >= math.MaxInt32 {
-			return fmt.Sprintf("expected an integer >= %d", o.min)
-		}
 		return fmt.Sprintf("expected an integer from %d to %d", o.min, o.max)
 	case kindBool, kindFlag:
 		return "expected 0 or 1"
