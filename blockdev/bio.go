@@ -74,6 +74,11 @@ type Bio struct {
 	// caller could do without (blkparse's "A"). It changes no scheduling
 	// or merging here.
 	Rahead bool
+	// Flush is REQ_PREFLUSH on an empty write (Op OpWrite, Bytes 0, as
+	// blkdev_issue_flush sends): the device's volatile write cache is
+	// written out before the bio completes. It is never merged and
+	// bypasses the scheduler and any plug (blk_insert_flush).
+	Flush bool
 
 	parent    *Bio
 	remaining int
@@ -106,12 +111,14 @@ type Request struct {
 	Queued  sim.Time
 	Started sim.Time
 	Err     error
-	// Issuer is the task of the request's first bio; Sync, NoIdle and
-	// Rahead as its first bio's.
+	// Issuer is the task of the request's first bio; Sync, NoIdle,
+	// Rahead and Flush as its first bio's (a flush request carries no
+	// data and no other bio).
 	Issuer Issuer
 	Sync   bool
 	NoIdle bool
 	Rahead bool
+	Flush  bool
 
 	segs     int       // scatter-gather segments of its bios
 	noMerge  bool      // holds a split-off piece: never merged into

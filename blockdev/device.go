@@ -51,6 +51,12 @@ type Limits struct {
 	// Rotational is sysfs queue/rotational: the device seeks (a disk).
 	// cfq idles only for rotational devices or shallow queues.
 	Rotational bool
+	// VolatileCache is sysfs queue/write_cache "write back": completed
+	// writes may sit in a cache that a power loss would lose, so a flush
+	// (Bio.Flush) must wait for them. Without it the queue completes a
+	// flush at once, as the kernel drops REQ_PREFLUSH on queues without
+	// QUEUE_FLAG_WC.
+	VolatileCache bool
 }
 
 // Completer is told by a device when a request has finished.
@@ -61,6 +67,9 @@ type Completer interface {
 // Device is a block device model or backend.
 //
 // Contract:
+//   - A flush request (Request.Flush: no data) reaches only a device
+//     whose Limits have VolatileCache; it completes once every write the
+//     device completed before it arrived is on stable media.
 //   - Submit is called on the engine goroutine with a request that lies
 //     within Capacity, is aligned to LogicalBlockSize and no larger than
 //     MaxHWSectorsKB, and while fewer than QueueDepth requests per

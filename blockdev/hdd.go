@@ -358,6 +358,13 @@ type HDD struct {
 	dirty     []hddWork // cached writes not yet destaged
 	admitq    []int     // write slots waiting for cache space
 	cacheUsed int64
+	// A flush (FLUSH CACHE, not an NCQ command) waits for the commands
+	// before it and the cache to empty, and holds those after it:
+	// flushSlot is its slot (-1 for none), held the commands that
+	// arrived since, hostCmds the commands arrived and not completed.
+	flushSlot int
+	held      []int
+	hostCmds  int
 
 	busy      bool
 	cur       hddWork
@@ -384,7 +391,7 @@ func NewHDD(e *sim.Engine, p HDDParams) (*HDD, error) {
 		p.Name = "sda"
 	}
 	p.QueueDepth = p.queueDepth()
-	return &HDD{e: e, p: p, g: g, store: NewStampMap(), active: -1}, nil
+	return &HDD{e: e, p: p, g: g, store: NewStampMap(), active: -1, flushSlot: -1}, nil
 }
 
 // Name returns the device name.
@@ -395,7 +402,8 @@ func (d *HDD) Capacity() int64 { return d.p.Capacity }
 
 // Limits returns the device's limits.
 func (d *HDD) Limits() Limits {
-	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: true}
+	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: true,
+		VolatileCache: d.p.WriteCache}
 }
 
 // Attach sets the completer.
@@ -443,6 +451,17 @@ func (d *HDD) Fire(arg uint64) {
 
 func (d *HDD) arrive(slot int) {
 	r := d.slots.get(slot)
+	if d.flushSlot >= 0 {
+		// libata does not issue a command while a non-NCQ one is out.
+		d.held = append(d.held, slot)
+		return
+	}
+	if r.Flush {
+		d.flushSlot = slot
+		d.checkFlush()
+		return
+	}
+	d.hostCmds++
 	if r.Op == OpRead {
 		if d.cacheHit(slot, r) {
 			return
@@ -468,7 +487,31 @@ func (d *HDD) enqueue(slot int, r *Request) {
 func (d *HDD) complete(slot int) {
 	r := d.slots.take(slot)
 	transferData(d.store, r)
+	d.hostCmds--
 	d.c.CompleteRequest(r)
+	d.checkFlush()
+}
+
+// checkFlush completes the pending flush once every command before it
+// has completed and the write cache is empty, then lets the commands
+// held behind it arrive, in order.
+func (d *HDD) checkFlush() {
+	if d.flushSlot < 0 || d.hostCmds > 0 || d.cacheUsed > 0 || len(d.admitq) > 0 {
+		return
+	}
+	r := d.slots.take(d.flushSlot)
+	d.flushSlot = -1
+	d.c.CompleteRequest(r)
+	held := d.held
+	d.held = nil
+	for i, slot := range held {
+		d.arrive(slot)
+		if d.flushSlot >= 0 {
+			// Another flush: the rest wait for it.
+			d.held = append(held[i+1:len(held):len(held)], d.held...)
+			return
+		}
+	}
 }
 
 // reserveLink queues n bytes on the SATA link from time from.
@@ -685,6 +728,7 @@ func (d *HDD) mediaDone() {
 		d.Destages++
 		d.cacheUsed -= w.bytes
 		d.admit()
+		d.checkFlush()
 	default:
 		if w.op == OpRead {
 			d.addSegment(w.sector, w.sector+w.bytes/SectorSize)

@@ -3,6 +3,7 @@ package blockdev
 import (
 	"fmt"
 	"math"
+	"syscall"
 	"testing"
 	"time"
 
@@ -488,4 +489,56 @@ func hdd7200(t *testing.T) HDDParams {
 	dev, err := NewFromProfile(newEngine(t), loadProfile(t, "hdd-7200"))
 	require.NoError(t, err)
 	return dev.(*HDD).Params()
+}
+
+// Mechanism: a flush (FLUSH CACHE, not an NCQ command) completes once the
+// commands before it have completed and the write cache is destaged;
+// commands arriving meanwhile wait behind it. It is counted as a flush,
+// not a write, and never merged or sized. Without the write cache the
+// queue completes it at once and it never reaches the disk.
+func TestHDDFlushWaitsForTheCache(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	d, q := newTestHDD(t, e, p)
+	require.True(t, q.Limits().VolatileCache)
+	w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
+	f := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	r := latencyOf(t, e, q, 20*us, &Bio{Op: OpRead, Sector: 0, Bytes: 4096})
+	run(t, e)
+	link := 160 * us
+	assert.Equal(t, link, w(), "the write completes from the cache")
+	destaged := link + hddWait(0, link) + hddXfer(64*KiB)
+	assert.Equal(t, destaged-10*us, f(), "the flush ends with the destage")
+	assert.Greater(t, r(), f(), "the read waited behind the flush")
+	assert.Equal(t, uint64(1), d.Destages)
+	st := q.Stats()
+	assert.Equal(t, uint64(1), st.Flushes)
+	assert.Equal(t, destaged-10*us, st.FlushTicks)
+	assert.Equal(t, [2]uint64{1, 1}, st.IOs, "the flush is not a write")
+	assert.Equal(t, map[int64]uint64{64 * KiB: 1}, st.DispatchedSizes[OpWrite])
+
+	p.WriteCache = false
+	e = newEngine(t)
+	_, q = newTestHDD(t, e, p)
+	require.False(t, q.Limits().VolatileCache)
+	f = latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Flush: true})
+	run(t, e)
+	assert.Zero(t, f())
+	assert.Zero(t, q.Stats().Flushes)
+}
+
+// A flush bio must be an empty write.
+func TestFlushBioMustBeEmptyWrite(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	for _, b := range []*Bio{{Op: OpRead, Flush: true}, {Op: OpWrite, Flush: true, Bytes: 4096}} {
+		e := newEngine(t)
+		_, q := newTestHDD(t, e, p)
+		log := newBioLog(e)
+		log.submitAt(q, 0, b)
+		run(t, e)
+		require.Len(t, log.ends[b], 1)
+		assert.ErrorIs(t, log.ends[b][0].Err, syscall.EINVAL)
+	}
 }

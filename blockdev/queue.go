@@ -41,6 +41,12 @@ type DiskStats struct {
 	// QueuedSizes counts bios by size (bytes) as they entered the queue
 	// (Q), DispatchedSizes requests by size as they were issued (D).
 	QueuedSizes, DispatchedSizes [2]map[int64]uint64
+	// Flushes counts completed flush requests and FlushTicks their time
+	// from allocation to completion (diskstats' flush fields, kernel
+	// 5.5+); they are not counted as writes. A flush the queue completed
+	// at once, the device having no volatile cache, is not counted.
+	Flushes    uint64
+	FlushTicks time.Duration
 }
 
 // Scheduler names accepted in QueueOptions.Scheduler.
@@ -331,12 +337,18 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 // never inside Submit. Submit never blocks. A bio that is misaligned or
 // empty, or whose Op is neither OpRead nor OpWrite, fails with an error
 // matching syscall.EINVAL; one beyond the device fails with ErrOutOfRange.
+// A flush (Bio.Flush, an empty write) completes once the device's
+// volatile cache is written out, at once if it has none.
 func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
 
 // submit is submit_bio: check, trace, split, merge or make a request.
 func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.Submitted = q.e.Now()
 	b.remaining = 0
+	if b.Flush {
+		q.submitFlush(b)
+		return
+	}
 	// Fix (tests): check alignment to the logical block size (the Device
 	// contract), not only to the sector.
 	if b.Op > OpWrite {
@@ -382,6 +394,35 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 	}
 }
 
+// submitFlush is blk_insert_flush for an empty REQ_PREFLUSH write: done at
+// once without a volatile cache; else a request of its own, never merged,
+// that bypasses the plug and the scheduler and goes to its hardware
+// queue's list (Q, G and I traced) to be issued in turn.
+func (q *Queue) submitFlush(b *Bio) {
+	if b.Op != OpWrite || b.Bytes != 0 {
+		q.fail(b, fmt.Errorf("blockdev: a flush bio must be an empty write (op %v, %d bytes): %w", b.Op, b.Bytes, syscall.EINVAL))
+		return
+	}
+	if !q.limits.VolatileCache {
+		q.fail(b, nil)
+		return
+	}
+	q.traceBio(TraceQueue, b, 0)
+	q.tick()
+	r := q.newRequest()
+	r.Op, r.Sector, r.Bytes, r.Err = OpWrite, 0, 0, nil
+	r.Bios = append(r.Bios[:0], b)
+	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, false, true, 0, true
+	r.HWQueue = q.hwqOf(b.Issuer)
+	r.Queued = q.e.Now()
+	q.stats.InFlight++
+	q.traceReq(TraceGetRequest, r, 0)
+	q.traceReq(TraceInsert, r, 0)
+	h := &q.hwqs[r.HWQueue]
+	h.list = append(h.list, r)
+	q.run()
+}
+
 // pageSize is the memory page behind each scatter-gather segment: direct
 // IO and page-cache bios carry one page per segment (their pages are not
 // physically contiguous).
@@ -390,7 +431,8 @@ const pageSize = 4096
 // bioSegments is the number of scatter-gather segments of b.
 func bioSegments(b *Bio) int { return int((b.Bytes + pageSize - 1) / pageSize) }
 
-// fail ends b with err from an event, not inside Submit.
+// fail ends b with err (nil for a flush with nothing to flush) from an
+// event, not inside Submit.
 func (q *Queue) fail(b *Bio, err error) {
 	b.Err = err
 	q.failed.bios = append(q.failed.bios, b)
@@ -434,7 +476,7 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 	r := q.newRequest()
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, b.Rahead, bioSegments(b), b.noMerge
+	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, b.Rahead, false, bioSegments(b), b.noMerge
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
 	q.stats.InFlight++
@@ -577,7 +619,9 @@ func (q *Queue) issue(r *Request) {
 	h.tags = h.tags[:len(h.tags)-1]
 	q.inFlight++
 	r.Started = q.e.Now()
-	q.stats.DispatchedSizes[r.Op][r.Bytes]++
+	if !r.Flush {
+		q.stats.DispatchedSizes[r.Op][r.Bytes]++
+	}
 	q.traceReq(TraceIssue, r, 0)
 	q.dev.Submit(r)
 }
@@ -602,9 +646,14 @@ func (q *Queue) CompleteRequest(r *Request) {
 	q.tick()
 	q.lastDone = q.e.Now()
 	op := r.Op
-	q.stats.IOs[op]++
-	q.stats.Sectors[op] += uint64(r.Sectors())
-	q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
+	if r.Flush {
+		q.stats.Flushes++
+		q.stats.FlushTicks += time.Duration(q.e.Now() - r.Queued)
+	} else {
+		q.stats.IOs[op]++
+		q.stats.Sectors[op] += uint64(r.Sectors())
+		q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
+	}
 	q.stats.InFlight--
 	q.inFlight--
 	if q.tracer != nil {
@@ -615,7 +664,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 		if r.Err != nil {
 			errno = ErrnoOf(r.Err)
 		}
-		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Sector: r.Sector, Bytes: r.Bytes,
+		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Flush: r.Flush, Sector: r.Sector, Bytes: r.Bytes,
 			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
 		q.tracer.Trace(&q.tev)
 	}
@@ -627,15 +676,17 @@ func (q *Queue) CompleteRequest(r *Request) {
 	r.Tag = -1
 	now := q.e.Now()
 	for _, b := range r.Bios {
-		q.stats.Bios[op]++
-		q.stats.D2C[op] += time.Duration(now - r.Started)
-		q.stats.Q2C[op] += time.Duration(now - b.Submitted)
+		if !r.Flush {
+			q.stats.Bios[op]++
+			q.stats.D2C[op] += time.Duration(now - r.Started)
+			q.stats.Q2C[op] += time.Duration(now - b.Submitted)
+		}
 		if r.Err != nil {
 			b.Err = r.Err
 		}
 		q.endBio(b)
 	}
-	if q.sched != nil {
+	if q.sched != nil && !r.Flush {
 		q.sched.completed(q, r)
 	}
 	q.freeRequest(r)
@@ -715,23 +766,23 @@ func (q *Queue) SetTracer(t Tracer) { q.tracer = t }
 // traceBio reports an event about a bio.
 func (q *Queue) traceBio(a TraceAction, b *Bio, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, b.Op, b.Sync, b.Rahead, b.Sector, b.Bytes, b.Issuer, extra)
+		q.trace(a, b.Op, b.Sync, b.Rahead, b.Flush, b.Sector, b.Bytes, b.Issuer, extra)
 	}
 }
 
 // traceReq reports an event about a request.
 func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, r.Op, r.Sync, r.Rahead, r.Sector, r.Bytes, r.Issuer, extra)
+		q.trace(a, r.Op, r.Sync, r.Rahead, r.Flush, r.Sector, r.Bytes, r.Issuer, extra)
 	}
 }
 
 // trace reports one event if a tracer is set.
-func (q *Queue) trace(a TraceAction, op Op, sync, rahead bool, sector, bytes int64, iss Issuer, extra uint64) {
+func (q *Queue) trace(a TraceAction, op Op, sync, rahead, flush bool, sector, bytes int64, iss Issuer, extra uint64) {
 	if q.tracer == nil {
 		return
 	}
-	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Rahead: rahead, Sector: sector, Bytes: bytes,
+	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Rahead: rahead, Flush: flush, Sector: sector, Bytes: bytes,
 		PID: iss.PID, Comm: iss.Comm, CPU: iss.CPU, Extra: extra}
 	q.tracer.Trace(&q.tev)
 }

@@ -69,6 +69,8 @@ type TraceEvent struct {
 	Sync bool
 	// Rahead is the IO's REQ_RAHEAD flag (Bio.Rahead): readahead.
 	Rahead bool
+	// Flush is the IO's REQ_PREFLUSH flag (Bio.Flush): a cache flush.
+	Flush  bool
 	Sector int64
 	Bytes  int64
 	PID    uint32

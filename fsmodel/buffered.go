@@ -1027,17 +1027,25 @@ func (f *File) waitWriteback(t *sim.Task) {
 
 // Fsync writes back the file's dirty pages and waits for them
 // (WB_SYNC_ALL), then on an AllocLog filesystem writes its dirty direct
-// nodes and waits for those, as fsync and fdatasync do, through the File's own open
-// file description (see Handle.Fsync). If a writeback of the file failed
+// nodes and waits for those, then flushes the device's volatile write
+// cache if it has one (an empty REQ_PREFLUSH write), as fsync and
+// fdatasync do, through the File's own open file description (see
+// Handle.Fsync). If a writeback of the file failed
 // since this description last looked (the flusher's, or this call's), it
 // returns that error (EIO, ENOSPC ...: file_check_and_advance_wb_err),
 // once: the next Fsync returns nil unless a new writeback error occurs.
 func (f *File) Fsync(t *sim.Task) error { return f.fsync(t, &f.wbSince) }
 
-// fsync is file_write_and_wait_range and the errseq check for the open
-// file description whose sample is since.
+// fsync is file_write_and_wait_range, f2fs's node writes, the cache
+// flush and the errseq check for the open file description whose sample
+// is since.
 func (f *File) fsync(t *sim.Task, since *errSeq) error {
 	if f.fs.buf == nil {
+		// Direct IO only: nothing cached to write, but the device's
+		// cache is flushed all the same.
+		if err := f.fs.flushCache(t); err != nil {
+			return fmt.Errorf("%s fsync: cache flush failed: %w", f.name, err)
+		}
 		return nil
 	}
 	c := &f.fs.opt.Costs
@@ -1046,6 +1054,9 @@ func (f *File) fsync(t *sim.Task, since *errSeq) error {
 	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
 	if f.fs.tracksNodes() {
 		f.syncNodes(t)
+	}
+	if ferr := f.fs.flushCache(t); ferr != nil && err == nil {
+		err = fmt.Errorf("%s fsync: cache flush failed: %w", f.name, ferr)
 	}
 	if errno := f.wbErr.checkAndAdvance(since); errno != 0 && err == nil {
 		err = fmt.Errorf("%s fsync: writeback failed: %w", f.name, errno)

@@ -412,3 +412,28 @@ func IssuerOf(t *sim.Task) blockdev.Issuer {
 	}
 	return blockdev.Issuer{PID: uint32(t.ID() + 1), Comm: comm, CPU: t.LastCPU()}
 }
+
+// flushWait is a flush bio's completion, for the task waiting on it.
+type flushWait struct {
+	bio  blockdev.Bio
+	done sim.Completion
+}
+
+func (w *flushWait) EndBio(*blockdev.Bio) { w.done.Complete() }
+
+// flushCache is blkdev_issue_flush, as fsync and fdatasync end: on a
+// device with a volatile write cache an empty REQ_PREFLUSH write, waited
+// for, so that the data written before is on stable media; nothing
+// without one. It returns the flush's error.
+func (fs *FS) flushCache(t *sim.Task) error {
+	if !fs.q.Limits().VolatileCache {
+		return nil
+	}
+	w := &flushWait{}
+	w.bio.Op, w.bio.Flush, w.bio.Sync = blockdev.OpWrite, true, true
+	w.bio.Issuer = IssuerOf(t)
+	w.bio.End = w
+	fs.q.Submit(&w.bio)
+	w.done.Wait(t)
+	return w.bio.Err
+}

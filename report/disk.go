@@ -40,6 +40,9 @@ func writeDiskStats(b *bufio.Writer, disks []workload.DiskResult) {
 // iostatRow holds one device's iostat -x figures.
 type iostatRow struct {
 	rs, ws, rMBs, wMBs, rrqm, wrqm, rAwait, wAwait, aqu, rareq, wareq, util float64
+	// fs and fAwait are the cache flushes per second and their mean time
+	// (sysstat's f/s and f_await).
+	fs, fAwait float64
 }
 
 func iostatOf(d *workload.DiskResult) iostatRow {
@@ -69,6 +72,13 @@ func iostatOf(d *workload.DiskResult) iostatRow {
 		aqu:   float64(s.TimeInQueue) / float64(d.Elapsed),
 		rareq: reqsz(0), wareq: reqsz(1),
 		util: utilPct(d),
+		fs:   per(s.Flushes),
+		fAwait: func() float64 {
+			if s.Flushes == 0 {
+				return 0
+			}
+			return float64(s.FlushTicks) / float64(s.Flushes) / 1e6
+		}(),
 	}
 }
 
@@ -89,6 +99,10 @@ func writeIostat(b *bufio.Writer, disks []workload.DiskResult) {
 		st := &disks[i].Stats
 		fmt.Fprintf(b, "%s: per bio (as btt): D2C avg %.2f us, Q2C avg %.2f us\n", disks[i].Name,
 			avgNs(st.D2C[:], st.Bios[:])/1e3, avgNs(st.Q2C[:], st.Bios[:])/1e3)
+		if st.Flushes > 0 {
+			r := iostatOf(&disks[i])
+			fmt.Fprintf(b, "%s: cache flushes %d (f/s %.2f, f_await %.2f ms)\n", disks[i].Name, st.Flushes, r.fs, r.fAwait)
+		}
 	}
 }
 
@@ -215,7 +229,7 @@ func iostatJSON(d *workload.DiskResult) *jsonObject {
 		k string
 		v float64
 	}{{"r/s", r.rs}, {"w/s", r.ws}, {"rMB/s", r.rMBs}, {"wMB/s", r.wMBs}, {"rrqm/s", r.rrqm}, {"wrqm/s", r.wrqm},
-		{"r_await", r.rAwait}, {"w_await", r.wAwait}, {"aqu-sz", r.aqu}, {"rareq-sz", r.rareq}, {"wareq-sz", r.wareq}, {"%util", r.util}} {
+		{"r_await", r.rAwait}, {"w_await", r.wAwait}, {"f/s", r.fs}, {"f_await", r.fAwait}, {"aqu-sz", r.aqu}, {"rareq-sz", r.rareq}, {"wareq-sz", r.wareq}, {"%util", r.util}} {
 		o.add(kv.k, kv.v)
 	}
 	st := &d.Stats

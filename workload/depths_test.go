@@ -301,3 +301,27 @@ func TestBufferedReadOfFreshFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 256, len(f.Blocks()), "the writer's blocks, allocated at writeback")
 }
+
+// fsync and fdatasync end with a cache flush (blkdev_issue_flush) on a
+// device with a volatile write cache, direct-IO files included: one
+// flush request per sync; none on a device without one, where the sync
+// of a direct-IO file costs nothing on the device.
+func TestSyncsFlushTheWriteCache(t *testing.T) {
+	for _, tc := range []struct {
+		name, set, job string
+		flushes        uint64
+	}{
+		// fio makes no sync after the last write of the last loop.
+		{"hdd direct fsync=4", "device.profile=hdd-7200", "direct=1\nfsync=4\n", 7},
+		{"hdd buffered fdatasync=8 end_fsync", "device.profile=hdd-7200", "direct=0\nfdatasync=8\nend_fsync=1\n", 3 + 1},
+		{"hdd write_cache=false", "device.profile=hdd-7200\ndevice.write_cache=false", "direct=1\nfsync=4\n", 0},
+		{"p3600", "device.profile=p3600", "direct=1\nfsync=4\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStackWith(t, 1, strings.Split(tc.set, "\n")...)
+			j := onlyJob(t, runOn(t, st, "[j]\nrw=randwrite\nbs=4k\nsize=128k\nnumber_ios=32\n"+tc.job))
+			require.Zero(t, j.Error, j.ErrorMsg)
+			assert.Equal(t, tc.flushes, st.Queue.Stats().Flushes)
+		})
+	}
+}

@@ -509,3 +509,23 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A flush (REQ_PREFLUSH, no data) carries BLK_TC_FLUSH, which blkparse
+// prints as the "F" of "FWS".
+func TestWriterFlushCategory(t *testing.T) {
+	q := ev(100, blockdev.TraceQueue, W, 0, 0, 10, "fio", 0)
+	q.Sync, q.Flush = true, true
+	c := ev(900, blockdev.TraceComplete, W, 0, 0, 0, "", 0)
+	c.Sync, c.Flush = true, true
+	dir := trace(t, q, c)
+	var cats []uint32
+	for _, r := range decodeCPU(t, dir, 0) {
+		if !r.IsNote() {
+			cats = append(cats, r.Categories())
+		}
+	}
+	assert.Equal(t, []uint32{
+		blktrace.CatQueue | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush,
+		blktrace.CatComplete | blktrace.CatFS | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush,
+	}, cats)
+}

@@ -159,6 +159,10 @@ func (w *Writer) trace(ev *blockdev.TraceEvent) error {
 		Device:   w.dev,
 		CPU:      uint32(ev.CPU),
 	}
+	if ev.Flush {
+		// REQ_PREFLUSH: blkparse's "F" before the direction.
+		rec.Action |= CatFlush << CategoryShift
+	}
 	pdu := 0
 	switch ev.Action {
 	case blockdev.TracePlug:
