@@ -366,7 +366,10 @@ func (f *File) WriteIter(t *sim.Task, off, n int64, s blockdev.Stamp) error {
 	}
 	if off+n > f.inode.size {
 		f.inode.size = off + n
+		f.sizeChanged = true
 	}
+	// The times changed: f2fs's inode block is dirty for fsync.
+	f.inodeChanged = true
 	if dirtied > 0 {
 		b.wb.MarkInodeDirty(f)
 	}
@@ -455,7 +458,13 @@ func (f *File) OpenHandle() *Handle {
 // reported once to each open file description (errseq semantics), so
 // h's Fsync returns an error the File's own, or another Handle's, has
 // already returned.
-func (h *Handle) Fsync(t *sim.Task) error { return h.f.fsync(t, &h.wbErr) }
+func (h *Handle) Fsync(t *sim.Task) error { return h.f.fsync(t, &h.wbErr, false) }
+
+// Fdatasync is Handle.Fsync for fdatasync: the same except on an
+// AllocLog filesystem, where it rewrites the file's dirty pages in place
+// and writes its inode block only if the size changed (see
+// File.Fdatasync).
+func (h *Handle) Fdatasync(t *sim.Task) error { return h.f.fsync(t, &h.wbErr, true) }
 
 // File returns the file h is open on.
 func (h *Handle) File() *File { return h.f }
@@ -856,6 +865,11 @@ func (fs *FS) allocBlock(t *sim.Task, f *File, idx int64) int64 {
 	b := fs.buf
 	capBlocks := fs.q.Device().Capacity() / BlockSize
 	old := f.block(idx)
+	if b.opt.Alloc == AllocLog && old >= 0 && f.needIPU {
+		// f2fs's in-place update: the page goes back to its block, its
+		// node unchanged.
+		return old
+	}
 	if b.opt.Alloc == AllocLog {
 		// Out-of-place: every write takes the next block of the warm data
 		// log's current segment, under the log's mutex; the block it
@@ -1034,12 +1048,21 @@ func (f *File) waitWriteback(t *sim.Task) {
 // since this description last looked (the flusher's, or this call's), it
 // returns that error (EIO, ENOSPC ...: file_check_and_advance_wb_err),
 // once: the next Fsync returns nil unless a new writeback error occurs.
-func (f *File) Fsync(t *sim.Task) error { return f.fsync(t, &f.wbSince) }
+func (f *File) Fsync(t *sim.Task) error { return f.fsync(t, &f.wbSince, false) }
+
+// Fdatasync is Fsync for fdatasync, which on other filesystems does the
+// same here. On an AllocLog filesystem (f2fs, whose default ipu_policy
+// is F2FS_IPU_FSYNC) fdatasync, and fsync when the file has at most
+// f2fsMinFsyncBlocks dirty pages, rewrites dirty pages that already have
+// a block in place (FI_NEED_IPU) instead of at the log's head, so their
+// direct nodes do not change; fdatasync writes the inode block only when
+// the file's size changed since its last sync.
+func (f *File) Fdatasync(t *sim.Task) error { return f.fsync(t, &f.wbSince, true) }
 
 // fsync is file_write_and_wait_range, f2fs's node writes, the cache
 // flush and the errseq check for the open file description whose sample
-// is since.
-func (f *File) fsync(t *sim.Task, since *errSeq) error {
+// is since; datasync for fdatasync.
+func (f *File) fsync(t *sim.Task, since *errSeq, datasync bool) error {
 	if f.fs.buf == nil {
 		// Direct IO only: nothing cached to write, but the device's
 		// cache is flushed all the same.
@@ -1051,9 +1074,14 @@ func (f *File) fsync(t *sim.Task, since *errSeq) error {
 	c := &f.fs.opt.Costs
 	t.CPU(c.Syscall / 2)
 	defer t.Charge(c.Syscall - c.Syscall/2)
-	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
 	if f.fs.tracksNodes() {
-		f.syncNodes(t)
+		// f2fs_do_sync_file: FI_NEED_IPU for the writeback it starts.
+		f.needIPU = datasync || f.DirtyPages() <= f2fsMinFsyncBlocks
+	}
+	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
+	f.needIPU = false
+	if f.fs.tracksNodes() {
+		f.syncNodes(t, datasync)
 	}
 	if ferr := f.fs.flushCache(t); ferr != nil && err == nil {
 		err = fmt.Errorf("%s fsync: cache flush failed: %w", f.name, ferr)

@@ -15,6 +15,9 @@ const (
 	f2fsAddrsPerInode = 923
 	f2fsAddrsPerBlock = 1018
 	f2fsSegmentBlocks = 512
+	// f2fsMinFsyncBlocks is min_fsync_blocks (DEF_MIN_FSYNC_BLOCKS): an
+	// fsync of at most this many dirty pages updates in place.
+	f2fsMinFsyncBlocks = 8
 )
 
 // logHead is one log of AllocLog (a current segment, f2fs's curseg):
@@ -85,14 +88,13 @@ func (f *File) hasNode(idx int64) bool {
 	return k < len(f.nodes) && f.nodes[k].exists
 }
 
-// dirtyNodes marks the nodes that change when data page idx moves to a
-// new block: its direct node, and the inode (i_blocks, times). A node
-// that does not exist (its reservation failed) is created if it can be.
+// dirtyNodes marks the node that changes when data page idx moves to a
+// new block: its direct node (the inode block for the first pages). A
+// node that does not exist (its reservation failed) is created if it can
+// be.
 func (f *File) dirtyNodes(idx int64) {
-	for _, k := range [2]int{0, nodeIndex(idx)} {
-		if f.createNode(k) {
-			f.nodes[k].dirty = true
-		}
+	if k := nodeIndex(idx); f.createNode(k) {
+		f.nodes[k].dirty = true
 	}
 }
 
@@ -185,15 +187,22 @@ func (b *buffered) submitNodeBio(q *blockdev.Queue) {
 }
 
 // syncNodes is f2fs_fsync_node_pages and f2fs_wait_on_node_pages_writeback
-// for an fsync or fdatasync whose data is on the device: each dirty
+// for an fsync (or, datasync, fdatasync) whose data is on the device:
+// the inode block is dirtied as the sync requires, then each dirty
 // direct node of f, in order (the inode first), waits for its write in
 // flight, takes the next block of the warm node log under the node log's
 // mutex (the old one becomes invalid) and joins the merged node bio, a
 // REQ_SYNC write; the bio goes out when it is full, when a block does not
 // follow its last, and at the end if it holds one of f's nodes. It then
 // waits for f's nodes to be written.
-func (f *File) syncNodes(t *sim.Task) {
+func (f *File) syncNodes(t *sim.Task, datasync bool) {
 	fs, b := f.fs, f.fs.buf
+	// f2fs_skip_inode_update: fsync writes the inode block after any
+	// write, fdatasync only after one that changed the size.
+	if f.inodeChanged && (!datasync || f.sizeChanged) && f.createNode(0) {
+		f.nodes[0].dirty = true
+		f.inodeChanged, f.sizeChanged = false, false
+	}
 	wrote := false
 	for k := 0; k < len(f.nodes); k++ {
 		n := &f.nodes[k]

@@ -1,6 +1,7 @@
 package fsmodel
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/blksim/blksim/blockdev"
@@ -24,31 +25,68 @@ func TestNodeIndex(t *testing.T) {
 // An f2fs fsync writes the file's dirty direct nodes (the inode block and
 // the direct nodes of the pages written back) after its data, out of
 // place at the warm node log, apart from the data blocks, as one
-// REQ_SYNC request when they are contiguous. An fsync with nothing new
-// writes none; one after an overwrite rewrites the inode and the one
-// direct node that changed, to new blocks. ext4 (delayed allocation)
-// keeps no nodes.
+// REQ_SYNC request when they are contiguous. Then, step by step:
+//   - an fsync with nothing new writes nothing;
+//   - an fsync of 1 dirty page (at most min_fsync_blocks, 8) updates it
+//     in place: its node stays, the inode block (times) is rewritten;
+//   - an fsync of 16 dirty pages writes them at the log's head: their
+//     direct node moves, and the inode;
+//   - an fdatasync of 16 dirty pages updates them in place and, the size
+//     unchanged, writes no node at all.
+//
+// ext4 (delayed allocation) keeps no nodes.
 func TestF2FSFsyncWritesDirectNodes(t *testing.T) {
 	s := newBufStack(t, AllocLog, true, writeback.F2FSv419, 1<<16)
 	f, err := s.fs.Create("a")
 	require.NoError(t, err)
-	const pages = 4096 // 16 MiB: the inode and 4 direct nodes
-	var nodesAfter [3][]int64
-	var writes [3]uint64
+	const pages = 4096             // 16 MiB: the inode and 4 direct nodes
+	node2 := int64(923 + 1018 + 5) // a page in direct node 2's range
+	steps := []struct {
+		name     string
+		pages    int64 // overwritten before the sync, from node2
+		datasync bool
+		moved    []int  // nodes rewritten
+		requests uint64 // write requests
+		inPlace  bool   // the overwritten pages kept their blocks
+	}{
+		{"nothing new", 0, false, nil, 0, true},
+		{"fsync of 1 page", 1, false, []int{0}, 2, true},
+		{"fsync of 16 pages", 16, false, []int{0, 2}, 2, false},
+		{"fdatasync of 16 pages", 16, true, nil, 1, true},
+	}
+	var first []int64
+	type after struct {
+		nodes  []int64
+		blocks []int64
+		writes uint64
+	}
+	results := make([]after, len(steps))
 	s.e.Go("w", func(tk *sim.Task) {
 		require.NoError(t, f.BufferedWrite(tk, 0, pages*BlockSize, blockdev.Stamp{Writer: 1, Seq: 1}))
-		for i := range 3 {
-			if i == 2 {
-				// A page in direct node 2's range.
-				require.NoError(t, f.BufferedWrite(tk, (923+1018+5)*BlockSize, BlockSize, blockdev.Stamp{Writer: 1, Seq: 2}))
+		require.NoError(t, f.Fsync(tk))
+		first = append([]int64(nil), f.NodeBlocks()...)
+		prev := after{first, append([]int64(nil), f.Blocks()...), s.q.Stats().IOs[blockdev.OpWrite]}
+		for i, st := range steps {
+			if st.pages > 0 {
+				require.NoError(t, f.BufferedWrite(tk, node2*BlockSize, st.pages*BlockSize, blockdev.Stamp{Writer: 1, Seq: uint64(2 + i)}))
 			}
-			require.NoError(t, f.Fsync(tk))
-			nodesAfter[i] = append([]int64(nil), f.NodeBlocks()...)
-			writes[i] = s.q.Stats().IOs[blockdev.OpWrite]
+			if st.datasync {
+				require.NoError(t, f.Fdatasync(tk))
+			} else {
+				require.NoError(t, f.Fsync(tk))
+			}
+			cur := after{append([]int64(nil), f.NodeBlocks()...), append([]int64(nil), f.Blocks()...), s.q.Stats().IOs[blockdev.OpWrite]}
+			results[i] = after{cur.nodes, cur.blocks, cur.writes - prev.writes}
+			for k := range cur.nodes {
+				assert.Equal(t, slices.Contains(st.moved, k), cur.nodes[k] != prev.nodes[k], "%s: node %d moved", st.name, k)
+			}
+			for p := node2; p < node2+st.pages; p++ {
+				assert.Equal(t, st.inPlace, cur.blocks[p] == prev.blocks[p], "%s: page %d in place", st.name, p)
+			}
+			prev = cur
 		}
 	})
 	require.NoError(t, s.e.Run(-1))
-	first := nodesAfter[0]
 	require.Len(t, first, 5)
 	for k, blk := range first {
 		assert.Equal(t, first[0]+int64(k), blk, "node %d follows the one before", k)
@@ -56,22 +94,10 @@ func TestF2FSFsyncWritesDirectNodes(t *testing.T) {
 			assert.False(t, blk >= e.Physical/BlockSize && blk < (e.Physical+e.Length)/BlockSize, "node %d at block %d inside data extent %+v", k, blk, e)
 		}
 	}
-	sizes := s.q.Stats().DispatchedSizes[blockdev.OpWrite]
-	assert.Equal(t, uint64(1), sizes[5*BlockSize], "the five nodes go out as one request: %v", sizes)
-	assert.Equal(t, writes[0], writes[1], "an fsync with nothing dirty writes nothing")
-	assert.Equal(t, first, nodesAfter[1])
-	third := nodesAfter[2]
-	for k := range third {
-		if k == 0 || k == 2 {
-			assert.NotEqual(t, first[k], third[k], "node %d moved", k)
-			assert.Greater(t, third[k], first[4], "node %d rewritten at the log's head", k)
-		} else {
-			assert.Equal(t, first[k], third[k], "node %d untouched", k)
-		}
+	assert.Equal(t, uint64(1), s.q.Stats().DispatchedSizes[blockdev.OpWrite][5*BlockSize], "the five nodes go out as one request")
+	for i, st := range steps {
+		assert.Equal(t, st.requests, results[i].writes, "%s: write requests", st.name)
 	}
-	// The data page moved out of place too: 1 data + 1 node request (the
-	// inode and node 2 are adjacent in the log).
-	assert.Equal(t, writes[1]+2, writes[2])
 
 	ext4 := newBufStack(t, AllocDelayed, false, 0, 1<<10)
 	g, err := ext4.fs.Create("b")

@@ -136,8 +136,12 @@ type File struct {
 	// a writeback bio of the file fails; wbSince is the File's own file
 	// description's sample of it (f_wb_err), for File.Fsync.
 	wbErr, wbSince errSeq
-	// nodes are the file's f2fs direct nodes (AllocLog), the inode first.
-	nodes []f2fsNode
+	// nodes are the file's f2fs direct nodes (AllocLog), the inode first;
+	// inodeChanged and sizeChanged say whether a write changed its times
+	// or size since the last sync wrote the inode block, needIPU that an
+	// fsync's writeback updates blocks in place.
+	nodes                              []f2fsNode
+	inodeChanged, sizeChanged, needIPU bool
 }
 
 // Open returns the file called name, creating it preallocated with size

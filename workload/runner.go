@@ -1872,7 +1872,11 @@ func (j *job) periodicSync(t *sim.Task, ddir string) stopReason {
 	}
 	// Through the job's own open file description: each job learns of a
 	// writeback error of the file once (errseq).
-	err := f.reader().Fsync(t)
+	sync := f.reader().Fsync
+	if ddir == "datasync" {
+		sync = f.reader().Fdatasync
+	}
+	err := sync(t)
 	j.lastWasSync = true
 	if err != nil {
 		if !j.ioFailed(err, ddir, f.name, 0, 0) {
