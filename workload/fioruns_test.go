@@ -339,10 +339,10 @@ func TestRunRate(t *testing.T) {
 
 	t.Run("rate_min", func(t *testing.T) {
 		jobs, _, _ := runSrc(t, "[ok]\nrw=read\nbs=4k\nsize=16m\nrate=1250\nratemin=1024\nruntime=8s\ntime_based\ndirect=1\n"+
-			"[slow]\nrw=read\nbs=4k\nsize=16m\nrate=64k\nrate_min=1m\nruntime=8s\ntime_based\ndirect=1\n")
+			"[slow]\nrw=read\nbs=4k\nsize=16m\nrate_min=100g\nruntime=8s\ntime_based\ndirect=1\n")
 		assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
 		assert.Equal(t, int(syscall.EIO), jobs[1].Error)
-		assert.Contains(t, jobs[1].ErrorMsg, "rate_min=1048576B/s not met")
+		assert.Contains(t, jobs[1].ErrorMsg, "rate_min=107374182400B/s not met")
 		assert.Less(t, jobs[1].Runtime, int64(4*time.Second), "it fails after the settle time and a cycle")
 	})
 }

@@ -665,6 +665,19 @@ func (p *parser) checkJob(js *JobSpec, where map[string]optPos) *ParseError {
 			return errAt("wait_for", badValue(w, "no job named %q before this one (fio: waitee job %s unknown)", w, w))
 		}
 	}
+	for d, dir := range [2]string{"read", "write"} {
+		// fio's fixup_options: "minimum rate exceeds rate".
+		if js.Rate[d] > 0 && js.Rate[d] < js.RateMin[d] {
+			return errAt("rate_min", badValue(strconv.FormatInt(js.RateMin[d], 10), "the %s minimum rate exceeds rate=%d (fio: minimum rate exceeds rate)", dir, js.Rate[d]))
+		}
+		if js.RateIOPS[d] > 0 && js.RateIOPS[d] < js.RateIOPSMin[d] {
+			return errAt("rate_iops_min", badValue(strconv.FormatInt(js.RateIOPSMin[d], 10), "the %s minimum rate exceeds rate_iops=%d (fio: minimum rate exceeds rate)", dir, js.RateIOPS[d]))
+		}
+	}
+	if js.SubmitOffload && js.IOEngine == "io_uring" {
+		// fio 3.33's io_uring refuses it when it loads.
+		return errAt("io_submit_mode", notModelled("io_uring can't be used with offloaded submit (fio: use a sync engine)"))
+	}
 	if js.FillDevice && nrFiles(js) > 1 {
 		return errAt("nrfiles", notModelled("nrfiles=%d with fill_device is not modelled by blksim (fio grows every file until the device is full; blksim lays files out before the job)", js.NrFiles))
 	}

@@ -687,6 +687,9 @@ func TestParseErrorFormat(t *testing.T) {
 		{"[j]\nrw=randtrim\n", `bad.fio:2: option "rw": rw=randtrim: trim is not modelled by blksim`},
 		{"[j]\nbwavgtime=0\n", `bad.fio:2: option "bwavgtime": bad value "0": expected an integer from 1 to 2147483647`},
 		{"[j]\niopsavgtime=x\n", `bad.fio:2: option "iopsavgtime": bad value "x": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
+		{"[j]\nrate=4k\nratemin=8k\n", `bad.fio:3: option "ratemin": bad value "8192": the read minimum rate exceeds rate=4096 (fio: minimum rate exceeds rate)`},
+		{"[j]\nrate_iops=,10\nrate_iops_min=,20\n", `bad.fio:3: option "rate_iops_min": bad value "20": the write minimum rate exceeds rate_iops=10 (fio: minimum rate exceeds rate)`},
+		{"[j]\nioengine=io_uring\nio_submit_mode=offload\n", `bad.fio:3: option "io_submit_mode": io_uring can't be used with offloaded submit (fio: use a sync engine)`},
 	}
 	for _, tt := range tests {
 		_, err := Parse("bad.fio", strings.NewReader(tt.src), noEnv)

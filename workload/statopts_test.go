@@ -111,8 +111,8 @@ func TestRunStatOptions(t *testing.T) {
 // job, whatever its group; without the option the others run on.
 func TestRunExitAllOnError(t *testing.T) {
 	const long = "[long]\nnew_group\nrw=randread\nbs=4k\nsize=64m\nruntime=5s\ntime_based\ndirect=1\n"
-	// Too slow for its rate_min: fails after its first rate cycle (1s).
-	const failing = "[slow]\nrw=read\nbs=4k\nsize=16m\nrate=64k\nrate_min=1m\nruntime=8s\ntime_based\ndirect=1\n"
+	// Slower than its rate_min: fails after its first rate cycle (1s).
+	const failing = "[slow]\nrw=read\nbs=4k\nsize=16m\nrate_min=100g\nruntime=8s\ntime_based\ndirect=1\n"
 	jobs, _, _ := runSrc(t, failing+"exitall_on_error\n"+long)
 	require.NotZero(t, jobs[0].Error, "the job must fail for this test")
 	assert.InDelta(t, float64(jobs[0].Runtime), float64(jobs[1].Runtime), float64(time.Millisecond),
