@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -399,7 +400,9 @@ func TestRunExitAll(t *testing.T) {
 		"[other]\nnew_group\nrw=randread\nbs=4k\nsize=64k\nruntime=20ms\ntime_based\ndirect=1\n")
 	short := jobs[0].Runtime
 	assert.InDelta(t, float64(short), float64(jobs[1].Runtime), float64(200*time.Microsecond), "exitall ends its group")
-	assert.InDelta(t, float64(short), float64(jobs[2].Runtime), float64(200*time.Microsecond), "even a sleeping job")
+	// A job in a 10 s thinktime notices at the end of usec_sleep's first
+	// nanosleep, just under 2 s in (fio 3.33: job_runtime 2000 ms).
+	assert.InDelta(t, float64(2*time.Second), float64(jobs[2].Runtime), float64(2*time.Millisecond), "a sleeping job, when it wakes")
 	assert.InDelta(t, float64(20*time.Millisecond), float64(jobs[3].Runtime), float64(100*time.Microsecond), "not another group")
 
 	jobs, _, _ = runSrc(t, "[a]\nrw=randread\nbs=4k\nsize=64k\nexitall\nexit_what=stonewall\ndirect=1\n"+
@@ -807,4 +810,34 @@ func TestRunMixedDirectAndBuffered(t *testing.T) {
 			assert.Zero(t, j.Error, j.ErrorMsg)
 		}
 	})
+}
+
+// fio's usec_sleep sleeps one whole second plus the sleep's fraction of
+// a second first, then about two seconds at a time; a terminate is seen
+// between them. In fio's exitwhat.fio example the rate-limited jobs
+// (rate=300: 13.653 s between 4 KiB IOs) end at 3653 ms when slow1 ends
+// their group at about 2 s (fio 3.33, four runs).
+func TestUsecSleepChunks(t *testing.T) {
+	for _, tc := range []struct{ d, chunk time.Duration }{
+		{500 * time.Millisecond, 500 * time.Millisecond},
+		{13653 * time.Millisecond, 1653 * time.Millisecond},
+		{12 * time.Second, 2 * time.Second},
+		{time.Second, time.Second},
+		{1500 * time.Millisecond, 1500 * time.Millisecond},
+	} {
+		assert.Equal(t, tc.chunk, fioSleepChunk(tc.d), "%v", tc.d)
+	}
+	src, err := os.ReadFile("../../shared/fio-examples/exitwhat.fio")
+	if err != nil {
+		t.Skipf("the fio example corpus is not beside the repository: %v", err)
+	}
+	job := strings.NewReplacer("filename=/tmp/test", "filename=ew", "filesize=1G", "filesize=8m", "group_reporting", "").Replace(string(src))
+	jobs, _, _ := runSrc(t, job)
+	for _, j := range jobs {
+		want := 3653 * time.Millisecond
+		if strings.HasPrefix(j.Name, "slow") {
+			want = 2 * time.Second
+		}
+		assert.InDelta(t, float64(want), float64(j.Runtime), float64(10*time.Millisecond), j.Name)
+	}
 }

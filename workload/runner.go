@@ -208,9 +208,11 @@ type job struct {
 	data    []blockdev.StampRun
 
 	// sleepUntil's state: the job's own wait queue, whether it sleeps,
-	// and which timer may wake it.
+	// and which timer may wake it; noWake while a terminate must not
+	// wake it (usecSleep).
 	wake     sim.WaitQueue
 	sleeping bool
+	noWake   bool
 	sleepGen uint64
 }
 

@@ -108,6 +108,34 @@ func (j *job) sleep(t *sim.Task, d time.Duration) {
 	j.sleepUntil(t, t.Now()+sim.Time(t.Owed())+sim.Time(d))
 }
 
+// usecSleep is fio's usec_sleep (rate waits, thinktime): d is slept in
+// nanosleep calls of at most about two seconds, and a job told to
+// terminate notices only when the current one ends. fio asks nanosleep
+// for one whole second plus d's fraction of a second (the whole seconds
+// are capped at one, not the fraction), then, what is left being whole
+// seconds less fio's timer granularity, for just under two seconds each.
+func (j *job) usecSleep(t *sim.Task, d time.Duration) {
+	for d > 0 && !j.terminate {
+		chunk := fioSleepChunk(d)
+		j.noWake = true
+		j.sleep(t, chunk)
+		j.noWake = false
+		d -= chunk
+	}
+}
+
+// fioSleepChunk is how much of d one of usec_sleep's nanosleep calls
+// sleeps.
+func fioSleepChunk(d time.Duration) time.Duration {
+	switch frac := d % time.Second; {
+	case d < time.Second:
+		return d
+	case frac != 0:
+		return time.Second + frac
+	}
+	return min(d, 2*time.Second)
+}
+
 // sleepUntil sleeps until the engine's time is until, returning early if
 // the job is told to terminate meanwhile. The job waits on its own queue
 // and a timer wakes it, early by the host's wake latency so that it runs
@@ -139,7 +167,7 @@ func (j *job) Fire(gen uint64) {
 // sleeps.
 func (j *job) stop() {
 	j.terminate = true
-	if j.sleeping {
+	if j.sleeping && !j.noWake {
 		j.sleeping = false
 		j.wake.WakeOne()
 	}
@@ -222,7 +250,7 @@ func (j *job) rateDir(t *sim.Task, dir blockdev.Op) (blockdev.Op, bool) {
 		}
 		wait = j.deadline - now
 	}
-	j.sleep(t, time.Duration(wait))
+	j.usecSleep(t, time.Duration(wait))
 	now = t.Now() + sim.Time(t.Owed())
 	if j.deadline >= 0 && now > j.deadline || j.terminate {
 		return dir, false
@@ -323,7 +351,7 @@ func (j *job) thinkStall(t *sim.Task) {
 	}
 	now = t.Now() + sim.Time(t.Owed())
 	if rest := left(s.ThinkTime - spin); rest > 0 {
-		j.sleep(t, rest)
+		j.usecSleep(t, rest)
 	}
 }
 
