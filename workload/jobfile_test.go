@@ -877,6 +877,7 @@ func TestParsePercentileList(t *testing.T) {
 		{"50:0:99", []float64{50}, 0},
 		{"0", []float64{}, 0},
 		{"100", []float64{100}, 0},
+		{"50:", []float64{50}, 0}, // fio 3.33 runs it with the 50th alone
 	} {
 		js := parseOne(t, "[j]\npercentile_list="+tc.val+"\n")
 		assert.Equal(t, tc.ps, js.Percentiles, tc.val)

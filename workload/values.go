@@ -297,6 +297,10 @@ const maxPercentiles = 20
 // print precision from the most decimals any value was written with.
 func parsePercentiles(raw string) ([]float64, int, error) {
 	parts := strings.Split(raw, ":")
+	if n := len(parts); n > 1 && strings.TrimSpace(parts[n-1]) == "" {
+		// "50:": fio ends the list at the empty entry.
+		parts = parts[:n-1]
+	}
 	if len(parts) > maxPercentiles {
 		return nil, 0, badValue(raw, "%d percentiles: fio takes at most %d", len(parts), maxPercentiles)
 	}
