@@ -542,3 +542,29 @@ func TestFlushBioMustBeEmptyWrite(t *testing.T) {
 		assert.ErrorIs(t, log.ends[b][0].Err, syscall.EINVAL)
 	}
 }
+
+// A flush bypasses the scheduler: it is issued from the hardware queue's
+// list, before the scheduler's requests, under every scheduler; a write
+// queued in the scheduler behind it waits for it on the disk.
+func TestFlushBypassesTheScheduler(t *testing.T) {
+	for _, sched := range []string{SchedNone, SchedMQDeadline, SchedCFQ} {
+		t.Run(sched, func(t *testing.T) {
+			p := testHDDParams()
+			p.WriteCache = true
+			e := newEngine(t)
+			d, err := NewHDD(e, p)
+			require.NoError(t, err)
+			q, err := NewQueue(e, d, QueueOptions{Scheduler: sched})
+			require.NoError(t, err)
+			w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}, Sync: true})
+			f := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+			w2 := latencyOf(t, e, q, 20*us, &Bio{Op: OpWrite, Sector: 4096, Bytes: 4096, Stamp: Stamp{1, 2}, Sync: true})
+			run(t, e)
+			assert.Equal(t, 160*us, w())
+			destaged := 160*us + hddWait(0, 160*us) + hddXfer(64*KiB)
+			assert.Equal(t, destaged-10*us, f())
+			assert.Greater(t, w2()+20*us, destaged, "the next write waited for the flush")
+			assert.Equal(t, uint64(1), q.Stats().Flushes)
+		})
+	}
+}

@@ -571,22 +571,11 @@ func (q *Queue) insert(r *Request) {
 	h.list = append(h.list, r)
 }
 
-// run issues requests while tags are free (D).
+// run issues requests while tags are free (D): first those on the
+// hardware queues' lists (without a scheduler every request; with one,
+// flushes, which bypass it), as blk-mq serves hctx->dispatch before the
+// elevator, then the scheduler's.
 func (q *Queue) run() {
-	if q.sched != nil {
-		for {
-			hw := q.freeHWQueue()
-			if hw < 0 {
-				return
-			}
-			r := q.sched.dispatch(q)
-			if r == nil {
-				return
-			}
-			r.HWQueue = hw
-			q.issue(r)
-		}
-	}
 	for i := range q.hwqs {
 		h := &q.hwqs[i]
 		for len(h.list) > 0 && len(h.tags) > 0 {
@@ -596,6 +585,21 @@ func (q *Queue) run() {
 			h.list = h.list[:len(h.list)-1]
 			q.issue(r)
 		}
+	}
+	if q.sched == nil {
+		return
+	}
+	for {
+		hw := q.freeHWQueue()
+		if hw < 0 {
+			return
+		}
+		r := q.sched.dispatch(q)
+		if r == nil {
+			return
+		}
+		r.HWQueue = hw
+		q.issue(r)
 	}
 }
 

@@ -204,37 +204,42 @@ func (f *File) syncNodes(t *sim.Task, datasync bool) {
 		f.inodeChanged, f.sizeChanged = false, false
 	}
 	wrote := false
+	// f.nodes grows while this task waits (a write making a new direct
+	// node), so nodes are indexed afresh after every wait, never held.
 	for k := 0; k < len(f.nodes); k++ {
-		n := &f.nodes[k]
-		if n.writeback {
+		if f.nodes[k].writeback {
 			// f2fs_wait_on_page_writeback: the merged bio may hold it.
 			if b.nodes != nil && b.nodes.holds(f) {
 				b.submitNodeBio(fs.q)
 			}
-			for n.writeback {
+			for f.nodes[k].writeback {
 				f.wbWait.Wait(t)
 			}
 		}
-		if !n.dirty {
+		if !f.nodes[k].dirty {
 			continue
 		}
 		t.CPU(b.opt.WritePage)
-		if !n.dirty || n.writeback {
+		if n := &f.nodes[k]; !n.dirty || n.writeback {
 			k-- // changed while this task ran: look again
 			continue
 		}
-		n.dirty = false
+		// Under writeback from here (the page lock and writeback bit of
+		// __write_node_page), so that another sync of the file waits for
+		// it rather than take it for written.
+		n := &f.nodes[k]
+		old, reserved := n.blk, n.reserved
+		n.dirty, n.writeback, n.reserved = false, true, false
 		b.nodeMu.Lock(t)
-		if n.blk >= 0 {
-			fs.freed = append(fs.freed, n.blk)
+		if old >= 0 {
+			fs.freed = append(fs.freed, old)
 		}
-		if n.reserved {
-			n.reserved = false
+		if reserved {
 			fs.takeReserved()
 		}
 		blk := fs.logBlock(&b.nodeLog, &b.dataLog)
 		b.nodeMu.Unlock(t)
-		n.blk, n.writeback = blk, true
+		f.nodes[k].blk = blk
 		if nb := b.nodes; nb != nil && (blk != nb.last+1 || nb.bio.Bytes+BlockSize > b.opt.BioMax) {
 			b.submitNodeBio(fs.q)
 		}

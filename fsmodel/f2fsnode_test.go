@@ -1,8 +1,10 @@
 package fsmodel
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/blksim/blksim/blockdev"
 	"github.com/blksim/blksim/sim"
@@ -109,4 +111,80 @@ func TestF2FSFsyncWritesDirectNodes(t *testing.T) {
 	require.NoError(t, ext4.e.Run(-1))
 	assert.Nil(t, g.NodeBlocks())
 	assert.Equal(t, uint64(2), ext4.q.Stats().IOs[blockdev.OpWrite], "ext4 writes its data alone")
+}
+
+// blockOwners checks fs's space: every block (data, node or freed) has
+// one owner and lies on the device, and allocations and reservations fit.
+func blockOwners(fs *FS) []string {
+	capBlocks := fs.q.Device().Capacity() / BlockSize
+	owner := map[int64]string{}
+	var errs []string
+	own := func(b int64, who string) {
+		if b >= capBlocks {
+			errs = append(errs, fmt.Sprintf("%s at block %d, past the device (%d blocks)", who, b, capBlocks))
+		}
+		if o, ok := owner[b]; ok {
+			errs = append(errs, fmt.Sprintf("block %d held by %s and %s", b, o, who))
+		}
+		owner[b] = who
+	}
+	for _, f := range fs.order {
+		for i, b := range f.blocks {
+			if b >= 0 {
+				own(b, fmt.Sprintf("%s page %d", f.name, i))
+			}
+		}
+		for k, n := range f.nodes {
+			if n.blk >= 0 {
+				own(n.blk, fmt.Sprintf("%s node %d", f.name, k))
+			}
+		}
+	}
+	for _, b := range fs.freed {
+		own(b, "the freed list")
+	}
+	if fs.allocated+fs.reserved > capBlocks {
+		errs = append(errs, fmt.Sprintf("allocated %d + reserved %d > %d blocks", fs.allocated, fs.reserved, capBlocks))
+	}
+	return errs
+}
+
+// A write that makes a new direct node while an fsync of the same file
+// is writing its nodes grows the file's node list under the fsync: the
+// fsync must still leave every node it wrote clean at its new block,
+// with its reservation taken once. At every moment the write may come,
+// the final fsync leaves all nodes clean, each block one owner, and the
+// space accounted exactly (pages + nodes).
+func TestF2FSNodeListGrowsDuringFsync(t *testing.T) {
+	pages := int64(923 + 2*1018 + 10) // the inode and direct nodes 1-3
+	for delay := range 40 {
+		s := newBufStack(t, AllocLog, true, writeback.F2FSv419, 1<<18)
+		f, err := s.fs.Create("a")
+		require.NoError(t, err)
+		s.e.Go("sync", func(tk *sim.Task) {
+			require.NoError(t, f.BufferedWrite(tk, 0, pages*BlockSize, blockdev.Stamp{Writer: 1, Seq: 1}))
+			require.NoError(t, f.Fsync(tk))
+		})
+		s.e.Go("grow", func(tk *sim.Task) {
+			for len(f.nodes) < 4 || !f.nodes[0].writeback {
+				tk.Sleep(50 * time.Nanosecond)
+			}
+			tk.Sleep(time.Duration(delay) * 100 * time.Nanosecond)
+			// A page in direct node 4's range: a fifth node.
+			require.NoError(t, f.BufferedWrite(tk, (923+3*1018+5)*BlockSize, BlockSize, blockdev.Stamp{Writer: 2, Seq: 1}))
+		})
+		require.NoError(t, s.e.Run(-1))
+		s.e.Go("last", func(tk *sim.Task) { require.NoError(t, f.Fsync(tk)) })
+		require.NoError(t, s.e.Run(-1))
+		errs := blockOwners(s.fs)
+		for k, n := range f.nodes {
+			if n.reserved || n.dirty || n.writeback || n.blk < 0 {
+				errs = append(errs, fmt.Sprintf("node %d after the last fsync: %+v", k, n))
+			}
+		}
+		if want := pages + 1 + 5; s.fs.allocated != want || s.fs.reserved != 0 {
+			errs = append(errs, fmt.Sprintf("allocated %d, reserved %d: want %d and 0", s.fs.allocated, s.fs.reserved, want))
+		}
+		require.Empty(t, errs, "write %d00 ns after the fsync's first node", delay)
+	}
 }
