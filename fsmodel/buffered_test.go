@@ -41,8 +41,14 @@ func newBufStack(t *testing.T, alloc Allocator, mutex bool, rule writeback.F2FSR
 // newBufStackPolicy is newBufStack with writeback policy pol.
 func newBufStackPolicy(t *testing.T, alloc Allocator, mutex bool, pol writeback.Policy, cachePages int) *bufStack {
 	t.Helper()
+	return newBufStackOn(t, 4<<30, alloc, mutex, pol, cachePages)
+}
+
+// newBufStackOn is newBufStackPolicy on a device of capBytes.
+func newBufStackOn(t *testing.T, capBytes int64, alloc Allocator, mutex bool, pol writeback.Policy, cachePages int) *bufStack {
+	t.Helper()
 	e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8, WakeLatency: 2 * time.Microsecond}})
-	dev := blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: 4 << 30, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
+	dev := blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: capBytes, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
 	q, err := blockdev.NewQueue(e, dev, blockdev.QueueOptions{})
 	require.NoError(t, err)
 	fsys, err := New(e, q, Options{Policy: Ext4{}, Name: "t", Costs: Costs{Syscall: time.Microsecond}})

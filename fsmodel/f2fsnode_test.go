@@ -1,7 +1,9 @@
 package fsmodel
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -187,4 +189,95 @@ func TestF2FSNodeListGrowsDuringFsync(t *testing.T) {
 		}
 		require.Empty(t, errs, "write %d00 ns after the fsync's first node", delay)
 	}
+}
+
+// Random overwrites, extensions, fsyncs and fdatasyncs of three files by
+// three tasks on a 4 MiB f2fs, past full (a write that finds no block
+// fails with ENOSPC): after every operation each
+// block has one owner and the space adds up; at the end every page
+// written and synced reads back with its last stamp.
+func TestF2FSSpaceUnderRandomSyncs(t *testing.T) {
+	nospaceTotal := 0
+	for seed := range 12 {
+		pol := writeback.Default{Serializer: writeback.F2FSSerialize{Rule: writeback.F2FSv419}}
+		s := newBufStackOn(t, 4<<20, AllocLog, true, pol, 1<<10)
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		var files []*File
+		for i := range 3 {
+			f, err := s.fs.Create(fmt.Sprintf("f%d", i))
+			require.NoError(t, err)
+			files = append(files, f)
+		}
+		last := map[*File]map[int64]uint64{}
+		seq := uint64(0)
+		var bad []string
+		nospace := 0
+		for w, f := range files {
+			last[f] = map[int64]uint64{}
+			s.e.Go(fmt.Sprintf("w%d", w), func(tk *sim.Task) {
+				for range 60 {
+					switch op := rng.IntN(10); {
+					case op < 7:
+						page, n := rng.Int64N(700), 1+rng.Int64N(32)
+						seq++
+						st := blockdev.Stamp{Writer: uint32(w + 1), Seq: seq}
+						if err := f.BufferedWrite(tk, page*BlockSize, n*BlockSize, st); err == nil {
+							for p := page; p < page+n; p++ {
+								last[f][p] = st.Seq
+							}
+						} else if errors.Is(err, ErrNoSpace) {
+							// Written up to the page that found no
+							// block: those pages are not checked.
+							nospace++
+							for p := page; p < page+n; p++ {
+								delete(last[f], p)
+							}
+						} else {
+							bad = append(bad, err.Error())
+						}
+					case op < 9:
+						if err := f.Fsync(tk); err != nil {
+							bad = append(bad, err.Error())
+						}
+					default:
+						if err := f.Fdatasync(tk); err != nil {
+							bad = append(bad, err.Error())
+						}
+					}
+					bad = append(bad, blockOwners(s.fs)...)
+				}
+				require.NoError(t, f.Fsync(tk))
+			})
+		}
+		require.NoError(t, s.e.Run(-1))
+		require.Empty(t, bad, "seed %d", seed)
+		nospaceTotal += nospace
+		for _, f := range files {
+			f.Invalidate()
+		}
+		s.e.Go("check", func(tk *sim.Task) {
+			for _, f := range files {
+				var data []blockdev.StampRun
+				require.NoError(t, f.BufferedRead(tk, 0, f.Size(), &data))
+				for p, want := range last[f] {
+					got := stampAt(data, p*pagecacheSectors)
+					assert.Equal(t, want, got.Seq, "seed %d: %s page %d", seed, f.name, p)
+				}
+			}
+		})
+		require.NoError(t, s.e.Run(-1))
+	}
+	assert.Positive(t, nospaceTotal, "the device filled up")
+}
+
+const pagecacheSectors = BlockSize / blockdev.SectorSize
+
+// stampAt is the stamp a read found at sector sec.
+func stampAt(runs []blockdev.StampRun, sec int64) blockdev.Stamp {
+	for _, r := range runs {
+		if sec >= r.Sector && sec < r.Sector+r.Sectors {
+			return r.Stamp
+		}
+	}
+	return blockdev.Stamp{}
 }
