@@ -507,3 +507,51 @@ func TestLayOut(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, k.LayOut(4096), syscall.EINVAL, "the log has started")
 }
+
+// Preallocate (fio's fallocate before a write job) gives the file one run
+// of unwritten blocks: a read of a page not written yet does no IO and
+// sees zeros, a partial write of one reads nothing either, and writeback
+// writes into the file's own blocks, which then read back the data. On
+// f2fs it only sizes the file.
+func TestPreallocate(t *testing.T) {
+	s := newBufStack(t, AllocDelayed, false, 0, 1024)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	require.NoError(t, f.Preallocate(1<<20))
+	blocks := append([]int64(nil), f.Blocks()...)
+	require.Len(t, blocks, 256)
+	for i, b := range blocks {
+		assert.Equal(t, blocks[0]+int64(i), b, "one run")
+	}
+	assert.Zero(t, s.fs.buf.cache.InodePages(f.ino()), "nothing cached")
+	reads := func() uint64 { return s.q.Stats().IOs[blockdev.OpRead] }
+	s.e.Go("w", func(tk *sim.Task) {
+		var data []blockdev.StampRun
+		require.NoError(t, f.BufferedRead(tk, 0, 64<<10, &data))
+		assert.Zero(t, reads(), "unwritten blocks are not read")
+		for _, r := range data {
+			assert.Equal(t, blockdev.Stamp{}, r.Stamp)
+		}
+		require.NoError(t, f.BufferedWrite(tk, 128<<10+512, 1024, blockdev.Stamp{Writer: 1, Seq: 1}))
+		assert.Zero(t, reads(), "a partial write of an unwritten page reads nothing")
+		require.NoError(t, f.Fsync(tk))
+	})
+	require.NoError(t, s.e.Run(-1))
+	assert.Equal(t, blocks, f.Blocks(), "written in place")
+	f.Invalidate()
+	s.e.Go("r", func(tk *sim.Task) {
+		var data []blockdev.StampRun
+		require.NoError(t, f.BufferedRead(tk, 128<<10, 4096, &data))
+		assert.Equal(t, uint64(1), reads(), "the written page is read from its block")
+		assert.Equal(t, blockdev.Stamp{Writer: 1, Seq: 1}, stampAt(data, (128<<10+512)/blockdev.SectorSize))
+		assert.Equal(t, blockdev.Stamp{}, stampAt(data, 128<<10/blockdev.SectorSize))
+	})
+	require.NoError(t, s.e.Run(-1))
+
+	l := newBufStack(t, AllocLog, false, 0, 1024)
+	g, err := l.fs.Create("g")
+	require.NoError(t, err)
+	require.NoError(t, g.Preallocate(1<<20))
+	assert.Empty(t, g.Blocks())
+	assert.Equal(t, int64(1<<20), g.Size())
+}

@@ -128,6 +128,7 @@ type File struct {
 	// Buffered IO state.
 	id              uint64
 	blocks          []int64 // block per page, -1 if none
+	unwritten       []bool  // per page: its preallocated block holds no data yet
 	ra              pagecache.RAState
 	wbWait          sim.WaitQueue
 	wbIndex         int64 // writeback_index for range_cyclic

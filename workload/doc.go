@@ -31,7 +31,9 @@
 // a range), loops, randseed, randrepeat, norandommap, percentage_random,
 // random_distribution (random, zipf, pareto, normal, zoned, zoned_abs),
 // random_generator, rate, rate_iops, rate_min/ratemin, rate_iops_min,
-// rate_cycle/ratecycle, rate_process, io_submit_mode, thinktime,
+// rate_cycle/ratecycle, rate_process, io_submit_mode, fallocate (a file
+// whose first job writes it is preallocated unless none, 0 or truncate),
+// thinktime,
 // thinktime_spin, thinktime_blocks, thinktime_blocks_type, bwavgtime,
 // iopsavgtime, exitall,
 // exit_what, stonewall/wait_for_previous, new_group, wait_for,

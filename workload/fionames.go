@@ -166,7 +166,6 @@ var notModelledReasons = map[string]string{
 	"create_on_open":        "files are laid out before the job",
 	"create_only":           "files are laid out before the job",
 	"create_fsync":          "files are laid out before the job",
-	"fallocate":             "files are laid out before the job, preallocated",
 	"allow_mounted_write":   "blksim's device is simulated",
 	"allow_file_create":     "blksim always creates the job's file",
 	"overwrite":             "blksim always lays the file out before the job",

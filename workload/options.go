@@ -292,6 +292,17 @@ var optionTable = []option{
 		js.IODepthLow = int(v.Int)
 		return nil
 	}},
+	{name: "fallocate", kind: kindRaw, expectText: "none, native, posix, keep, truncate, 0 or 1", set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "native", "posix", "keep", "1":
+			js.NoFallocate = false
+		case "none", "truncate", "0":
+			js.NoFallocate = true
+		default:
+			return badValue(v.Raw, "expected none, native, posix, keep, truncate, 0 or 1")
+		}
+		return nil
+	}},
 	{name: "io_submit_mode", kind: kindRaw, expectText: "inline or offload", set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
 		case "inline":

@@ -712,16 +712,26 @@ func (r *runState) layoutFiles(lbs int64) error {
 			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
 		} else {
-			// A buffered file is created without blocks: they are
-			// allocated at writeback (delayed or log-structured). As
-			// fio lays out a file for a job that reads it (writes it
-			// whole, fsynced: extend_file's new_layout), one whose first
-			// job reads gets its blocks now, in one run.
+			// A buffered file is created without blocks. As fio lays
+			// out a file for a job that reads it (writes it whole,
+			// fsynced: extend_file's new_layout), one whose first job
+			// reads gets its blocks now, in one run; one the first job
+			// only writes fio fallocates (fallocate=native), unless
+			// told not to, and its blocks come at writeback (delayed
+			// or log-structured).
 			f, err = r.fsys.Create(name)
 			switch {
 			case err != nil:
 			case q.job.spec.RW.HasRead():
 				err = f.LayOut(q.size)
+			case !q.job.spec.NoFallocate:
+				// A failed fallocate is only logged by fio
+				// (fallocate_file): the job writes all the same,
+				// allocating as it goes.
+				if err = f.Preallocate(q.size); errors.Is(err, fsmodel.ErrNoSpace) {
+					err = nil
+					f.Extend(q.size)
+				}
 			default:
 				f.Extend(q.size)
 			}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 
@@ -42,4 +43,30 @@ func TestBufferedSpace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fio fallocates a file that its first job only writes (fallocate=native,
+// the default): on ext4 four files written at once are one extent each;
+// with fallocate=none their blocks come from delayed allocation's 8 MiB
+// windows, taken in turn as the writers go, so each file is in several.
+// A fallocate that finds no room is only logged by fio: the job then
+// allocates as it writes (and fails with ENOSPC past the device).
+func TestWriteJobsPreallocate(t *testing.T) {
+	for _, tc := range []struct {
+		opt     string
+		extents int
+	}{{"", 1}, {"fallocate=none\n", 2}} {
+		st := newStackWith(t, 1, "fs=ext4")
+		runOn(t, st, "[w]\nrw=write\nbs=256k\nsize=32m\nnumjobs=4\nfilename_format=f.$jobnum\ndirect=0\nend_fsync=1\n"+tc.opt)
+		for _, f := range st.FS.Files() {
+			if tc.extents == 1 {
+				assert.Len(t, f.Layout(), 1, "%q %s", tc.opt, f.Name())
+			} else {
+				assert.GreaterOrEqual(t, len(f.Layout()), tc.extents, "%q %s", tc.opt, f.Name())
+			}
+		}
+	}
+	_, err := Parse("f.fio", strings.NewReader("[j]\nfallocate=sometimes\n"), noEnv)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `f.fio:2: option "fallocate": bad value "sometimes": expected none, native, posix, keep, truncate, 0 or 1`)
 }

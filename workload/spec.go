@@ -317,6 +317,10 @@ type JobSpec struct {
 	// SubmitOffload is fio's io_submit_mode=offload: the job keeps its
 	// rate without first waiting for its IOs in flight.
 	SubmitOffload bool
+	// NoFallocate is fallocate=none, 0 or truncate: a buffered file the
+	// job writes first is not preallocated (fio's default, native,
+	// preallocates it: fsmodel.File.Preallocate).
+	NoFallocate bool
 
 	// ThinkTime is fio's thinktime=: the job stalls this long after every
 	// ThinkTimeBlocks IOs (0 means 1), spinning on a CPU for the first
