@@ -348,6 +348,7 @@ func realDeviceJSON(d *RealDevice) *jsonObject {
 	o.add("writes", d.Writes)
 	o.add("read_bytes", d.ReadBytes)
 	o.add("write_bytes", d.WriteBytes)
+	o.add("flushes", d.Flushes)
 	o.add("io_uring_enters", d.Enters)
 	o.add("errors", d.Errors)
 	o.add("corrupt_sectors", d.CorruptSectors)

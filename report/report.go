@@ -50,6 +50,8 @@ type Options struct {
 type RealDevice struct {
 	Name, Backend                        string
 	Reads, Writes, ReadBytes, WriteBytes uint64
+	// Flushes counts the cache flushes (fdatasyncs of the target).
+	Flushes uint64
 	// Enters counts io_uring_enter calls that handed requests to the
 	// kernel.
 	Enters uint64

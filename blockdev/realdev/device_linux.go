@@ -134,9 +134,13 @@ func (d *Device) Capacity() int64 { return d.t.size }
 // Limits returns the direct-IO alignment as the logical block size, the
 // request size cap and the queue depth of Options, and for a block device
 // whether sysfs calls it rotational (a file's backing device is not
-// looked up: it is taken as non-rotational).
+// looked up: it is taken as non-rotational), and whether it has a
+// volatile cache: a file always (what a flush writes out is the
+// filesystem's), a block device unless sysfs queue/write_cache says
+// "write through".
 func (d *Device) Limits() blockdev.Limits {
-	return blockdev.Limits{LogicalBlockSize: d.t.lbs, MaxHWSectorsKB: d.maxKB, QueueDepth: d.qd, Rotational: d.t.rot}
+	return blockdev.Limits{LogicalBlockSize: d.t.lbs, MaxHWSectorsKB: d.maxKB, QueueDepth: d.qd, Rotational: d.t.rot,
+		VolatileCache: d.t.volatile}
 }
 
 // Attach sets the completer.
@@ -153,9 +157,12 @@ func (d *Device) Stats() Stats {
 }
 
 // Submit writes r's stamped sectors to the target, or reads them, through
-// io_uring. It completes r later from an engine event, as the Device
-// contract requires, with r.Err set if the kernel failed the IO, the
-// transfer was short, or a sector read back was corrupt.
+// io_uring; a flush (r.Flush) is an fdatasync of the target
+// (IORING_OP_FSYNC with IORING_FSYNC_DATASYNC: the kernel flushes the
+// file's or the device's cache). It completes r later from an engine
+// event, as the Device contract requires, with r.Err set if the kernel
+// failed the IO, the transfer was short, or a sector read back was
+// corrupt.
 func (d *Device) Submit(r *blockdev.Request) {
 	if d.closed || len(d.free) == 0 || r.Bytes > int64(d.maxKB)*1024 || r.Sector < 0 ||
 		r.Sector*blockdev.SectorSize+r.Bytes > d.t.size || d.ringErr != nil {
@@ -170,7 +177,11 @@ func (d *Device) Submit(r *blockdev.Request) {
 	d.slots[i].r = r
 	buf := d.slots[i].buf[:r.Bytes]
 	op := uint8(opRead)
-	if r.Op == blockdev.OpWrite {
+	switch {
+	case r.Flush:
+		op = opFsync
+		d.stats.Flushes++
+	case r.Op == blockdev.OpWrite:
 		op = opWrite
 		r.WriteStamps(func(sector, n int64, s blockdev.Stamp) {
 			for k := range n {
@@ -180,7 +191,7 @@ func (d *Device) Submit(r *blockdev.Request) {
 		})
 		d.stats.Writes++
 		d.stats.WriteBytes += uint64(r.Bytes)
-	} else {
+	default:
 		d.stats.Reads++
 		d.stats.ReadBytes += uint64(r.Bytes)
 	}

@@ -368,3 +368,23 @@ func TestTwoDevicesOneClock(t *testing.T) {
 	assert.Len(t, got1.reqs, 2)
 	assert.Len(t, got2.reqs, 2)
 }
+
+// A file target has a volatile cache (the filesystem's), so a flush
+// reaches it and is an fdatasync of the file through io_uring: it
+// completes without error, after the writes before it, and is counted
+// apart from them.
+func TestFlushIsFdatasync(t *testing.T) {
+	rg := newRig(t, "1m", Options{Reaper: true})
+	require.True(t, rg.d.Limits().VolatileCache)
+	w := newReq(blockdev.OpWrite, 0, 64<<10, blockdev.Stamp{Writer: 1, Seq: 1})
+	run(t, rg.e, rg.d, w)
+	fl := &blockdev.Request{Op: blockdev.OpWrite, Flush: true, Bios: []*blockdev.Bio{{Op: blockdev.OpWrite, Flush: true}}}
+	run(t, rg.e, rg.d, fl)
+	require.NoError(t, w.Err)
+	require.NoError(t, fl.Err)
+	require.Len(t, rg.got.reqs, 2)
+	st := rg.d.Stats()
+	assert.Equal(t, uint64(1), st.Flushes)
+	assert.Equal(t, uint64(1), st.Writes)
+	assert.Zero(t, st.Errors)
+}

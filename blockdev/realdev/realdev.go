@@ -170,8 +170,9 @@ type Stats struct {
 	LogicalBlockSize, MemAlign int
 	// Created reports that Open created (and filled) the file.
 	Created bool
-	// Reads, Writes, ReadBytes and WriteBytes count requests issued.
-	Reads, Writes, ReadBytes, WriteBytes uint64
+	// Reads, Writes, ReadBytes and WriteBytes count requests issued;
+	// Flushes the cache flushes (fdatasyncs of the target).
+	Reads, Writes, ReadBytes, WriteBytes, Flushes uint64
 	// Enters counts the io_uring_enter calls that handed requests to
 	// the kernel (fewer than requests when they went in batches).
 	Enters uint64

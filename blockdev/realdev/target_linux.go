@@ -26,6 +26,10 @@ type target struct {
 	memAlign int
 	maxKB    int  // 0: no limit known
 	rot      bool // a block device that says it is rotational
+	// volatile: writes may sit in a cache a flush must write out: always
+	// for a file (the filesystem's and its device's), for a block device
+	// if sysfs queue/write_cache says "write back".
+	volatile bool
 	created  bool
 }
 
@@ -51,7 +55,7 @@ func openFile(sp Spec, opt Options) (*target, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	t := &target{name: fileDeviceName(path)}
+	t := &target{name: fileDeviceName(path), volatile: true}
 	if !exists {
 		if sp.Size == 0 {
 			return nil, fmt.Errorf("%s does not exist; give its size to create it (file:%s,size=N)", path, path)
@@ -247,6 +251,8 @@ func openBlock(sp Spec, opt Options) (*target, error) {
 	}
 	t.maxKB = sysfsInt(devSysfs(st.Rdev), "queue/max_hw_sectors_kb")
 	t.rot = sysfsInt(devSysfs(st.Rdev), "queue/rotational") == 1
+	wc, err := os.ReadFile(filepath.Join(devSysfs(st.Rdev), "queue/write_cache"))
+	t.volatile = err != nil || strings.TrimSpace(string(wc)) != "write through"
 	if t.size == 0 {
 		t.close()
 		return nil, fmt.Errorf("%s has no capacity", path)

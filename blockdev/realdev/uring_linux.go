@@ -28,6 +28,9 @@ const (
 	opNop   = 0
 	opRead  = 22 // IORING_OP_READ (5.6)
 	opWrite = 23 // IORING_OP_WRITE
+	opFsync = 3  // IORING_OP_FSYNC, with fsyncDatasync: fdatasync
+
+	fsyncDatasync = 1 // IORING_FSYNC_DATASYNC (sqe fsync_flags)
 )
 
 type sqringOffsets struct {
@@ -152,6 +155,9 @@ func (u *uring) push(op uint8, fd int, buf []byte, off int64, userData uint64) {
 	idx := tail & u.sqMask
 	e := (*sqe)(unsafe.Add(u.sqes, uintptr(idx)*unsafe.Sizeof(sqe{})))
 	*e = sqe{opcode: op, fd: int32(fd), off: uint64(off), userData: userData}
+	if op == opFsync {
+		e.rwFlags = fsyncDatasync
+	}
 	if len(buf) > 0 {
 		e.addr = uint64(uintptr(unsafe.Pointer(&buf[0])))
 		e.len = uint32(len(buf))

@@ -112,7 +112,7 @@ func realReport(st *stack.Stack) *report.RealDevice {
 	}
 	s := st.Real.Stats()
 	return &report.RealDevice{Name: st.Device.Name(), Backend: s.Backend, Reads: s.Reads, Writes: s.Writes,
-		ReadBytes: s.ReadBytes, WriteBytes: s.WriteBytes, Enters: s.Enters, Errors: s.Errors,
+		ReadBytes: s.ReadBytes, WriteBytes: s.WriteBytes, Flushes: s.Flushes, Enters: s.Enters, Errors: s.Errors,
 		CorruptSectors: s.CorruptSectors, ForeignSectors: s.ForeignSectors, StaleSectors: s.StaleSectors,
 		FirstCorrupt: s.FirstCorrupt, FirstCorruptWhy: s.FirstCorruptWhy, Interrupted: st.Wall.Interrupted()}
 }
@@ -124,8 +124,12 @@ func writeRealStats(w io.Writer, st *stack.Stack) {
 		return
 	}
 	s := st.Real.Stats()
-	fmt.Fprintf(w, "\nReal device %s: %d reads (%d KiB), %d writes (%d KiB) in %d io_uring_enter calls, %d errors; every sector read verified: %d corrupt, %d never written by blksim, %d from earlier runs\n",
-		st.Device.Name(), s.Reads, s.ReadBytes>>10, s.Writes, s.WriteBytes>>10, s.Enters, s.Errors, s.CorruptSectors, s.ForeignSectors, s.StaleSectors)
+	flushes := ""
+	if s.Flushes > 0 {
+		flushes = fmt.Sprintf(", %d cache flushes (fdatasync)", s.Flushes)
+	}
+	fmt.Fprintf(w, "\nReal device %s: %d reads (%d KiB), %d writes (%d KiB)%s in %d io_uring_enter calls, %d errors; every sector read verified: %d corrupt, %d never written by blksim, %d from earlier runs\n",
+		st.Device.Name(), s.Reads, s.ReadBytes>>10, s.Writes, s.WriteBytes>>10, flushes, s.Enters, s.Errors, s.CorruptSectors, s.ForeignSectors, s.StaleSectors)
 	if s.CorruptSectors > 0 {
 		fmt.Fprintf(w, "  first corrupt sector: %s\n", s.FirstCorruptWhy)
 	}
