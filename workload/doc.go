@@ -31,8 +31,8 @@
 // a range), loops, randseed, randrepeat, norandommap, percentage_random,
 // random_distribution (random, zipf, pareto, normal, zoned, zoned_abs),
 // random_generator, rate, rate_iops, rate_min/ratemin, rate_iops_min,
-// rate_cycle/ratecycle, rate_process, io_submit_mode, fallocate (a file
-// whose first job writes it is preallocated unless none, 0 or truncate),
+// rate_cycle/ratecycle, rate_process, io_submit_mode, fallocate (how a
+// file whose first job writes it is set up: JobSpec.Fallocate),
 // thinktime,
 // thinktime_spin, thinktime_blocks, thinktime_blocks_type, bwavgtime,
 // iopsavgtime, exitall,

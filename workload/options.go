@@ -294,10 +294,12 @@ var optionTable = []option{
 	}},
 	{name: "fallocate", kind: kindRaw, expectText: "none, native, posix, keep, truncate, 0 or 1", set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
-		case "native", "posix", "keep", "1":
-			js.NoFallocate = false
-		case "none", "truncate", "0":
-			js.NoFallocate = true
+		case "native", "posix", "keep", "truncate", "none":
+			js.Fallocate = v.Raw
+		case "1":
+			js.Fallocate = "posix"
+		case "0":
+			js.Fallocate = "none"
 		default:
 			return badValue(v.Raw, "expected none, native, posix, keep, truncate, 0 or 1")
 		}

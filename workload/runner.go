@@ -635,6 +635,8 @@ func (r *runState) layoutFiles(lbs int64) error {
 		size int64
 		job  *job
 		fill bool
+		// laterRead: a job after the first reads the file.
+		laterRead bool
 	}
 	sizes := map[string]*fileReq{}
 	var order []string
@@ -660,6 +662,7 @@ func (r *runState) layoutFiles(lbs int64) error {
 				}
 				q.size = max(q.size, need)
 				q.fill = q.fill || j.spec.FillDevice
+				q.laterRead = q.laterRead || j.spec.RW.HasRead()
 			} else {
 				sizes[f.name] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
 				order = append(order, f.name)
@@ -712,28 +715,11 @@ func (r *runState) layoutFiles(lbs int64) error {
 			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
 		} else {
-			// A buffered file is created without blocks. As fio lays
-			// out a file for a job that reads it (writes it whole,
-			// fsynced: extend_file's new_layout), one whose first job
-			// reads gets its blocks now, in one run; one the first job
-			// only writes fio fallocates (fallocate=native), unless
-			// told not to, and its blocks come at writeback (delayed
-			// or log-structured).
 			f, err = r.fsys.Create(name)
-			switch {
-			case err != nil:
-			case q.job.spec.RW.HasRead():
-				err = f.LayOut(q.size)
-			case !q.job.spec.NoFallocate:
-				// A failed fallocate is only logged by fio
-				// (fallocate_file): the job writes all the same,
-				// allocating as it goes.
-				if err = f.Preallocate(q.size); errors.Is(err, fsmodel.ErrNoSpace) {
-					err = nil
-					f.Extend(q.size)
+			if err == nil {
+				if opt, serr := setUpBuffered(f, q.job.spec, q.size, q.laterRead); serr != nil {
+					return q.job.spec.errorf(opt, "%v", serr)
 				}
-			default:
-				f.Extend(q.size)
 			}
 		}
 		if err != nil {
@@ -750,6 +736,46 @@ func (r *runState) layoutFiles(lbs int64) error {
 		r.watchFiles()
 	}
 	return nil
+}
+
+// setUpBuffered sets up new buffered file f of size bytes as fio's
+// setup of the jobs using it does, first being the first such job and
+// laterRead telling whether a later one reads it. fio lays out a file for
+// a job that reads it (writes it whole, fsynced: extend_file's
+// new_layout), so one whose first job reads gets its blocks now, in one
+// run; one that job only writes is set up as its fallocate= says
+// (fill_device jobs skip it): native, posix and 1 preallocate it, a
+// failure only logged (the job then allocates as it writes); truncate
+// only sizes it; keep preallocates it (its failure fails the job) and
+// none does nothing, both leaving its size 0, so that a later job that
+// reads it lays it out whole. A failure names the option at fault.
+func setUpBuffered(f *fsmodel.File, first *JobSpec, size int64, laterRead bool) (string, error) {
+	mode := first.Fallocate
+	switch {
+	case first.RW.HasRead():
+		return "filename", f.LayOut(size)
+	case first.FillDevice:
+		mode = "truncate"
+	case (mode == "keep" || mode == "none") && laterRead:
+		return "filename", f.LayOut(size)
+	}
+	switch mode {
+	case "truncate", "none":
+		f.Extend(size)
+		return "", nil
+	case "keep":
+		if err := f.Preallocate(size); err != nil {
+			return "fallocate", fmt.Errorf("fallocate=keep: %w (fio fails the job in its setup)", err)
+		}
+		return "", nil
+	}
+	if err := f.Preallocate(size); err != nil {
+		if !errors.Is(err, fsmodel.ErrNoSpace) {
+			return "filename", err
+		}
+		f.Extend(size)
+	}
+	return "", nil
 }
 
 // watchFiles turns the atomicity oracle on for every file that some job

@@ -50,7 +50,8 @@ func TestBufferedSpace(t *testing.T) {
 // with fallocate=none their blocks come from delayed allocation's 8 MiB
 // windows, taken in turn as the writers go, so each file is in several.
 // A fallocate that finds no room is only logged by fio: the job then
-// allocates as it writes (and fails with ENOSPC past the device).
+// allocates as it writes (and fails with ENOSPC past the device); with
+// fallocate=keep it fails the job's setup.
 func TestWriteJobsPreallocate(t *testing.T) {
 	for _, tc := range []struct {
 		opt     string
@@ -69,4 +70,32 @@ func TestWriteJobsPreallocate(t *testing.T) {
 	_, err := Parse("f.fio", strings.NewReader("[j]\nfallocate=sometimes\n"), noEnv)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `f.fio:2: option "fallocate": bad value "sometimes": expected none, native, posix, keep, truncate, 0 or 1`)
+
+	st := newStackWith(t, 1, "fs=ext4", "device.capacity=64m")
+	_, err = Run(st.Engine, st.FS, parseString(t, "[w]\nrw=write\nbs=4k\nsize=80m\ndirect=0\nfallocate=keep\n"), RunOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `option "fallocate"`)
+}
+
+// A file one job writes in part and a later one reads whole: after
+// fallocate=native, posix or truncate the file has its size when fio
+// sets up the reader, which reads the pages never written as zeros
+// (without IO here: unwritten or unallocated); after none, 0 or keep it is
+// still empty, so fio lays it out whole for the reader, which then reads
+// every page from the device (fio 3.33 --debug=file: "layout unlink").
+func TestLaterReaderLaysOutAnEmptyFile(t *testing.T) {
+	for _, tc := range []struct {
+		mode   string
+		layout bool
+	}{{"native", false}, {"posix", false}, {"1", false}, {"truncate", false}, {"none", true}, {"0", true}, {"keep", true}} {
+		st := newStackWith(t, 1, "fs=ext4")
+		runOn(t, st, "[global]\nfilename=shf\nsize=4m\nbs=4k\ndirect=0\nfallocate="+tc.mode+"\n"+
+			"[w]\nrw=randwrite\nio_size=256k\nend_fsync=1\n[r]\nstonewall\nrw=read\n")
+		read := st.Queue.Stats().Sectors[0] * 512
+		if tc.layout {
+			assert.Equal(t, uint64(4<<20), read, "%s: the whole laid-out file is read", tc.mode)
+		} else {
+			assert.LessOrEqual(t, read, uint64(256<<10), "%s: only the pages written are read", tc.mode)
+		}
+	}
 }

@@ -317,10 +317,14 @@ type JobSpec struct {
 	// SubmitOffload is fio's io_submit_mode=offload: the job keeps its
 	// rate without first waiting for its IOs in flight.
 	SubmitOffload bool
-	// NoFallocate is fallocate=none, 0 or truncate: a buffered file the
-	// job writes first is not preallocated (fio's default, native,
-	// preallocates it: fsmodel.File.Preallocate).
-	NoFallocate bool
+	// Fallocate is fallocate=: "native" (or "", the default), "posix",
+	// "keep", "truncate" or "none" (0 is none, 1 posix). It decides how a
+	// buffered file the job writes first is set up: native and posix
+	// preallocate it (fsmodel.File.Preallocate), truncate only sizes it,
+	// keep preallocates it without sizing it and none does neither; a file
+	// left at size 0 by keep or none is laid out whole by a later job
+	// that reads it, as fio's setup of that job does.
+	Fallocate string
 
 	// ThinkTime is fio's thinktime=: the job stalls this long after every
 	// ThinkTimeBlocks IOs (0 means 1), spinning on a CPU for the first
