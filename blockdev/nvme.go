@@ -67,6 +67,15 @@ type NVMeParams struct {
 	// Such writes are bounded by die time, not buffer space, and reads
 	// queue behind their programs. 0 means every write is buffered.
 	StreamMin int64
+	// VolatileCache says the write buffer is lost on power failure (no
+	// power-loss protection, as in consumer drives): the queue then sends
+	// cache flushes, which write out a partly filled program unit
+	// (padded) and complete once the data of the writes completed before
+	// them is programmed. On a sata-ssd a flush is ATA's FLUSH CACHE, not
+	// a queued command: it waits for the commands before it and holds
+	// those after it. Without it (power-loss protection) flushes never
+	// reach the device.
+	VolatileCache bool
 }
 
 // Validate checks that the parameters describe a working device.
@@ -127,7 +136,8 @@ const (
 	nvmeMediaDone
 	nvmeComplete
 	nvmeProgramDone
-	nvmePhaseBits = 2
+	nvmeFlushCheck
+	nvmePhaseBits = 3
 )
 
 // NVMe is a parametric NAND flash SSD (kind nvme, ufs or sata-ssd). Each die serves its work in arrival order
@@ -157,6 +167,18 @@ type NVMe struct {
 	bufPending int64    // admitted bytes not yet handed to a program
 	bufReady   sim.Time // when the last admitted data is in the buffer
 	admitq     []int    // slots of writes waiting for buffer space
+
+	// Flushes (VolatileCache): admitted and freed count the bytes into
+	// and out of the buffer (a flush's padding included); streamEnd is
+	// when the last streamed write's programs end; flushq holds the
+	// flushes waiting, in arrival order; on a sata-ssd hostCmds counts
+	// the commands arrived and not completed and held those that
+	// arrived behind a flush.
+	admitted, freed int64
+	streamEnd       sim.Time
+	flushq          []nvmeFlush
+	hostCmds        int
+	held            []int
 
 	// Programs counts multi-plane programs issued.
 	Programs uint64
@@ -188,7 +210,8 @@ func (d *NVMe) Capacity() int64 { return d.p.Capacity }
 
 // Limits returns the device's limits.
 func (d *NVMe) Limits() Limits {
-	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth}
+	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth,
+		VolatileCache: d.p.VolatileCache}
 }
 
 // Attach sets the completer.
@@ -224,6 +247,17 @@ func (d *NVMe) Fire(arg uint64) {
 	switch phase {
 	case nvmeArrive:
 		r := d.slots.get(slot)
+		if d.p.Kind == "sata-ssd" && len(d.flushq) > 0 {
+			// libata issues nothing while a non-NCQ command is out.
+			d.held = append(d.held, slot)
+			return
+		}
+		if r.Flush {
+			d.flushq = append(d.flushq, nvmeFlush{slot: slot, target: -1})
+			d.checkFlushes()
+			return
+		}
+		d.hostCmds++
 		if r.Op == OpRead {
 			d.readMedia(r, slot)
 		} else if d.p.StreamMin > 0 && r.Bytes >= d.p.StreamMin {
@@ -240,12 +274,73 @@ func (d *NVMe) Fire(arg uint64) {
 	case nvmeComplete:
 		r := d.slots.take(slot)
 		transferData(d.store, r)
+		d.hostCmds--
 		d.c.CompleteRequest(r)
+		d.checkFlushes()
 	case nvmeProgramDone:
 		d.progs[slot]--
 		d.bufUsed -= d.unit
+		d.freed += d.unit
 		d.admit()
 		d.issuePrograms()
+		d.checkFlushes()
+	case nvmeFlushCheck:
+		d.checkFlushes()
+	}
+}
+
+// nvmeFlush is a flush waiting: its slot, and the buffer byte count
+// (NVMe.freed) it waits for, -1 until it has started.
+type nvmeFlush struct {
+	slot      int
+	target    int64
+	notBefore sim.Time
+}
+
+// checkFlushes starts and completes the waiting flushes in order. A flush
+// starts (on a sata-ssd once no command before it is outstanding) by
+// padding the buffer's partly filled program unit and noting the bytes
+// admitted so far; it completes once they are programmed and any
+// streamed write before it has ended, and on a sata-ssd then lets the
+// commands held behind it arrive.
+func (d *NVMe) checkFlushes() {
+	for len(d.flushq) > 0 {
+		f := &d.flushq[0]
+		if f.target < 0 {
+			if d.p.Kind == "sata-ssd" && d.hostCmds > 0 {
+				return
+			}
+			if d.bufPending%d.unit != 0 {
+				pad := d.unit - d.bufPending%d.unit
+				d.bufPending += pad
+				d.bufUsed += pad
+				d.admitted += pad
+				d.issuePrograms()
+			}
+			f.target, f.notBefore = d.admitted, d.streamEnd
+		}
+		now := d.e.Now()
+		if d.freed < f.target {
+			return
+		}
+		if now < f.notBefore {
+			d.e.At(f.notBefore, d, nvmeFlushCheck)
+			return
+		}
+		r := d.slots.take(f.slot)
+		d.flushq = d.flushq[1:]
+		d.c.CompleteRequest(r)
+		if len(d.flushq) == 0 && len(d.held) > 0 {
+			held := d.held
+			d.held = nil
+			for i, slot := range held {
+				d.Fire(uint64(slot)<<nvmePhaseBits | nvmeArrive)
+				if len(d.flushq) > 0 {
+					d.held = append(held[i+1:len(held):len(held)], d.held...)
+					break
+				}
+			}
+		}
 	}
 }
 
@@ -290,6 +385,7 @@ func (d *NVMe) admit() {
 		d.admitq = d.admitq[:len(d.admitq)-1]
 		d.bufUsed += r.Bytes
 		d.bufPending += r.Bytes
+		d.admitted += r.Bytes
 		end := d.reserveLink(r.Bytes)
 		d.bufReady = end
 		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
@@ -308,6 +404,7 @@ func (d *NVMe) stream(r *Request, slot int) {
 		d.nextDie = (die + 1) % n
 		start := max(ready, d.dies[die]) + sim.Time(transferTime(min(left, d.unit), d.p.ChannelMBps))
 		d.dies[die] = start + sim.Time(d.p.ProgramTime)
+		d.streamEnd = max(d.streamEnd, d.dies[die])
 		d.Programs++
 		done = max(done, start)
 	}

@@ -317,3 +317,43 @@ func TestNVMeStreamingWrites(t *testing.T) {
 		})
 	}
 }
+
+// Mechanism: with a volatile write buffer, a flush programs the partly
+// filled unit the writes before it left (padded) and completes when that
+// program ends; an NVMe flush is a queued command, so a read sent
+// behind it is served meanwhile, while a sata-ssd's FLUSH CACHE holds
+// it until the flush is done. Without a volatile buffer (power-loss
+// protection) the queue completes a flush at once.
+func TestFlashFlushProgramsTheBuffer(t *testing.T) {
+	// 4 KiB written: 2 us overhead, 8 us on a 512 MB/s host link; the
+	// flush pads the 32 KiB unit, whose program takes 32 us on the
+	// channel and 1 ms on the die.
+	written := 10 * us
+	programmed := written + 32*us + ms
+	for _, tc := range []struct {
+		kind      string
+		readAfter bool // the read completes after the flush
+	}{{"nvme", false}, {"sata-ssd", true}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			p := testNVMeParams()
+			p.Kind, p.VolatileCache, p.QueueDepth, p.HostMBps = tc.kind, true, 32, 512
+			e := newEngine(t)
+			_, q := newTestNVMe(t, e, p)
+			w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 4096, Stamp: Stamp{1, 1}, Sync: true})
+			f := latencyOf(t, e, q, written, &Bio{Op: OpWrite, Flush: true, Sync: true})
+			r := latencyOf(t, e, q, written+10*us, &Bio{Op: OpRead, Sector: 32, Bytes: 4096}) // on another die than the program
+			run(t, e)
+			assert.Equal(t, written, w())
+			assert.InDelta(t, float64(programmed-written), float64(f()), float64(5*us), "the flush waits for the padded program")
+			assert.Equal(t, tc.readAfter, r()+written+10*us > programmed, "the read after the flush")
+			assert.Equal(t, uint64(1), q.Stats().Flushes)
+		})
+	}
+	p := testNVMeParams()
+	e := newEngine(t)
+	_, q := newTestNVMe(t, e, p)
+	require.False(t, q.Limits().VolatileCache)
+	f := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Flush: true})
+	run(t, e)
+	assert.Zero(t, f())
+}

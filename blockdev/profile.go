@@ -102,6 +102,7 @@ var flashKeys = map[string]profileKey[NVMeParams]{
 	"write_buffer":       sizeKey("DRAM write buffer size", func(p *NVMeParams) *int64 { return &p.WriteBuffer }),
 	"stream_min":         sizeKey("writes this large bypass the buffer", func(p *NVMeParams) *int64 { return &p.StreamMin }),
 	"program_queue":      intKey("cap on programs issued to one die (0: none)", func(p *NVMeParams) *int { return &p.ProgramQueue }),
+	"volatile_cache":     boolKey("the write buffer is volatile (no power-loss protection): cache flushes wait for it (false)", func(p *NVMeParams) *bool { return &p.VolatileCache }),
 }
 
 var hddKeys = map[string]profileKey[HDDParams]{
