@@ -300,7 +300,9 @@ type nvmeFlush struct {
 // checkFlushes starts and completes the waiting flushes in order. A flush
 // starts (on a sata-ssd once no command before it is outstanding) by
 // padding the buffer's partly filled program unit and noting the bytes
-// admitted so far; it completes once they are programmed and any
+// admitted so far; it completes once as many bytes have been programmed
+// (programs end in about the order they were issued: one of later data
+// ending first on a quicker die counts for an earlier one) and any
 // streamed write before it has ended, and on a sata-ssd then lets the
 // commands held behind it arrive.
 func (d *NVMe) checkFlushes() {

@@ -82,12 +82,6 @@ func (f *File) createNode(k int) bool {
 	return true
 }
 
-// hasNode reports whether the node holding data page idx's address exists.
-func (f *File) hasNode(idx int64) bool {
-	k := nodeIndex(idx)
-	return k < len(f.nodes) && f.nodes[k].exists
-}
-
 // dirtyNodes marks the node that changes when data page idx moves to a
 // new block: its direct node (the inode block for the first pages). A
 // node that does not exist (its reservation failed) is created if it can
