@@ -168,17 +168,24 @@ type NVMe struct {
 	bufReady   sim.Time // when the last admitted data is in the buffer
 	admitq     []int    // slots of writes waiting for buffer space
 
-	// Flushes (VolatileCache): admitted and freed count the bytes into
-	// and out of the buffer (a flush's padding included); streamEnd is
-	// when the last streamed write's programs end; flushq holds the
-	// flushes waiting, in arrival order; on a sata-ssd hostCmds counts
-	// the commands arrived and not completed and held those that
-	// arrived behind a flush.
-	admitted, freed int64
-	streamEnd       sim.Time
-	flushq          []nvmeFlush
-	hostCmds        int
-	held            []int
+	// Buffered data is programmed in order, unit by unit: admitted
+	// counts the bytes into the buffer (padding included), unitsIssued
+	// the units handed to dies, dieUnits each die's units in program
+	// (their index in that order), unitsDone how many units from the
+	// first have all ended (finished holds those ended beyond them).
+	admitted    int64
+	unitsIssued int64
+	unitsDone   int64
+	dieUnits    [][]int64
+	finished    map[int64]bool
+	// Flushes (VolatileCache): streamEnd is when the last streamed
+	// write's programs end; flushq holds the flushes waiting, in arrival
+	// order; on a sata-ssd hostCmds counts the commands arrived and not
+	// completed and held those that arrived behind a flush.
+	streamEnd sim.Time
+	flushq    []nvmeFlush
+	hostCmds  int
+	held      []int
 
 	// Programs counts multi-plane programs issued.
 	Programs uint64
@@ -199,6 +206,9 @@ func NewNVMe(e *sim.Engine, p NVMeParams) (*NVMe, error) {
 		store: NewStampMap(),
 		dies:  make([]sim.Time, p.Channels*p.DiesPerChannel),
 		unit:  p.PageSize * int64(p.Planes),
+
+		dieUnits: make([][]int64, p.Channels*p.DiesPerChannel),
+		finished: map[int64]bool{},
 	}, nil
 }
 
@@ -254,6 +264,11 @@ func (d *NVMe) Fire(arg uint64) {
 		}
 		if r.Flush {
 			d.flushq = append(d.flushq, nvmeFlush{slot: slot, target: -1})
+			if d.p.Kind != "sata-ssd" {
+				// A queued flush covers the writes completed before
+				// it, not those sent after.
+				d.startFlush(&d.flushq[len(d.flushq)-1])
+			}
 			d.checkFlushes()
 			return
 		}
@@ -280,7 +295,9 @@ func (d *NVMe) Fire(arg uint64) {
 	case nvmeProgramDone:
 		d.progs[slot]--
 		d.bufUsed -= d.unit
-		d.freed += d.unit
+		units := d.dieUnits[slot]
+		d.unitEnded(units[0])
+		d.dieUnits[slot] = units[:copy(units, units[1:])]
 		d.admit()
 		d.issuePrograms()
 		d.checkFlushes()
@@ -289,22 +306,56 @@ func (d *NVMe) Fire(arg uint64) {
 	}
 }
 
-// nvmeFlush is a flush waiting: its slot, and the buffer byte count
-// (NVMe.freed) it waits for, -1 until it has started.
+// unitEnded notes that buffered program unit i has ended.
+func (d *NVMe) unitEnded(i int64) {
+	if i != d.unitsDone {
+		d.finished[i] = true
+		return
+	}
+	d.unitsDone++
+	for d.finished[d.unitsDone] {
+		delete(d.finished, d.unitsDone)
+		d.unitsDone++
+	}
+}
+
+// padUnit fills the buffer's partly filled program unit, so that it is
+// programmed (a flush's data, or room for a write that cannot fit beside
+// it), and issues what it can.
+func (d *NVMe) padUnit() {
+	if d.bufPending%d.unit == 0 {
+		return
+	}
+	pad := d.unit - d.bufPending%d.unit
+	d.bufPending += pad
+	d.bufUsed += pad
+	d.admitted += pad
+	d.issuePrograms()
+}
+
+// nvmeFlush is a flush waiting: its slot, the buffered units it waits
+// for (-1 until it has started) and the end of the streamed programs
+// before it.
 type nvmeFlush struct {
 	slot      int
 	target    int64
 	notBefore sim.Time
 }
 
+// startFlush starts flush f: the buffer's partly filled unit is padded
+// and programmed, and f waits for every unit of the data admitted so far
+// and for the streamed writes before it.
+func (d *NVMe) startFlush(f *nvmeFlush) {
+	d.padUnit()
+	f.target, f.notBefore = d.admitted/d.unit, d.streamEnd
+}
+
 // checkFlushes starts and completes the waiting flushes in order. A flush
-// starts (on a sata-ssd once no command before it is outstanding) by
-// padding the buffer's partly filled program unit and noting the bytes
-// admitted so far; it completes once as many bytes have been programmed
-// (programs end in about the order they were issued: one of later data
-// ending first on a quicker die counts for an earlier one) and any
-// streamed write before it has ended, and on a sata-ssd then lets the
-// commands held behind it arrive.
+// starts at arrival (on a sata-ssd once no command before it is
+// outstanding: startFlush); it completes once every buffered unit of the
+// data admitted before it has been programmed and any streamed write
+// before it has ended, and on a sata-ssd then lets the commands held
+// behind it arrive.
 func (d *NVMe) checkFlushes() {
 	for len(d.flushq) > 0 {
 		f := &d.flushq[0]
@@ -312,17 +363,10 @@ func (d *NVMe) checkFlushes() {
 			if d.p.Kind == "sata-ssd" && d.hostCmds > 0 {
 				return
 			}
-			if d.bufPending%d.unit != 0 {
-				pad := d.unit - d.bufPending%d.unit
-				d.bufPending += pad
-				d.bufUsed += pad
-				d.admitted += pad
-				d.issuePrograms()
-			}
-			f.target, f.notBefore = d.admitted, d.streamEnd
+			d.startFlush(f)
 		}
 		now := d.e.Now()
-		if d.freed < f.target {
+		if d.unitsDone < f.target {
 			return
 		}
 		if now < f.notBefore {
@@ -381,6 +425,11 @@ func (d *NVMe) admit() {
 		slot := d.admitq[0]
 		r := d.slots.get(slot)
 		if d.bufUsed+r.Bytes > d.p.WriteBuffer {
+			if d.unitsDone == d.unitsIssued {
+				// No program will free space: the partly filled unit is
+				// what keeps the write out, so it is programmed now.
+				d.padUnit()
+			}
 			return
 		}
 		copy(d.admitq, d.admitq[1:])
@@ -434,6 +483,8 @@ func (d *NVMe) issuePrograms() {
 		d.nextDie = (die + 1) % n
 		d.bufPending -= d.unit
 		d.progs[die]++
+		d.dieUnits[die] = append(d.dieUnits[die], d.unitsIssued)
+		d.unitsIssued++
 		start := max(d.e.Now(), d.bufReady, d.dies[die])
 		d.dies[die] = start + sim.Time(transferTime(d.unit, d.p.ChannelMBps)+d.p.ProgramTime)
 		d.Programs++

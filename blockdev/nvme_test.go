@@ -357,3 +357,65 @@ func TestFlashFlushProgramsTheBuffer(t *testing.T) {
 	run(t, e)
 	assert.Zero(t, f())
 }
+
+// Mechanism: a flush waits for the programs of exactly the data written
+// before it. Here the write before it is programmed on a die busy with
+// reads, and a write sent after it is programmed at once on an idle die:
+// the flush still ends no earlier than the first write's program.
+func TestFlashFlushWaitsForTheDataBeforeIt(t *testing.T) {
+	for _, kind := range []string{"nvme", "ufs"} {
+		t.Run(kind, func(t *testing.T) {
+			p := testNVMeParams()
+			p.Kind, p.VolatileCache, p.QueueDepth = kind, true, 32
+			e := newEngine(t)
+			d, q := newTestNVMe(t, e, p)
+			unit := p.PageSize * int64(p.Planes)
+			for i := range 30 { // die 0 (pages 0, 8, 16 ...) reads for ~2 ms
+				latencyOf(t, e, q, 0, &Bio{Op: OpRead, Sector: int64(i) * 8 * p.PageSize / SectorSize, Bytes: 4096})
+			}
+			// Sent once the reads are queued at die 0, its program goes
+			// behind them, ending when die 0 is next free.
+			w1 := latencyOf(t, e, q, 20*us, &Bio{Op: OpWrite, Sector: 1 << 16, Bytes: unit, Stamp: Stamp{1, 1}}) // on die 0
+			var w1Programmed sim.Time
+			e.AfterFunc(200*us, func() { w1Programmed = d.dies[0] })
+			f := latencyOf(t, e, q, 200*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+			w2 := latencyOf(t, e, q, 210*us, &Bio{Op: OpWrite, Sector: 1 << 15, Bytes: unit, Stamp: Stamp{2, 1}}) // on die 1
+			var w2Programmed sim.Time
+			e.AfterFunc(300*us, func() { w2Programmed = d.dies[1] })
+			run(t, e)
+			require.Less(t, w2Programmed, w1Programmed, "the later write's program ends first")
+			w2()
+			require.Less(t, w1(), 200*us, "the first write completed before the flush")
+			assert.GreaterOrEqual(t, sim.Time(200*us+f()), w1Programmed)
+		})
+	}
+}
+
+// A second flush sent while the first waits covers the same data: it
+// ends with the first, not after a write sent behind it.
+func TestFlashFlushIgnoresLaterWrites(t *testing.T) {
+	p := testNVMeParams()
+	p.VolatileCache = true
+	e := newEngine(t)
+	_, q := newTestNVMe(t, e, p)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 4096, Stamp: Stamp{1, 1}})
+	f1 := latencyOf(t, e, q, 20*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	f2 := latencyOf(t, e, q, 21*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	latencyOf(t, e, q, 30*us, &Bio{Op: OpWrite, Sector: 4096, Bytes: 4096, Stamp: Stamp{3, 1}})
+	run(t, e)
+	assert.InDelta(t, float64(20*us+f1()), float64(21*us+f2()), float64(10*us))
+}
+
+// A write buffer that holds one maximal request: a partly filled program
+// unit left by a small write would keep a maximal write out forever, so
+// the controller programs it (padded) to make room.
+func TestFlashPartialUnitMakesRoom(t *testing.T) {
+	p := testNVMeParams()
+	p.WriteBuffer = 128 * KiB // max_hw_sectors_kb's worth
+	e := newEngine(t)
+	_, q := newTestNVMe(t, e, p)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 4096, Stamp: Stamp{1, 1}})
+	big := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Sector: 1024, Bytes: 128 * KiB, Stamp: Stamp{2, 1}})
+	run(t, e)
+	assert.Greater(t, big(), p.ProgramTime, "it waited for the padded unit's program")
+}
