@@ -207,6 +207,9 @@ type job struct {
 	quiesce func() // waits for every IO in flight (async engines); nil for sync
 	data    []blockdev.StampRun
 
+	// setupErr is fio's error text of a file setup that fails the job
+	// when it starts (fallocate=keep without room: ENOSPC).
+	setupErr string
 	// sleepUntil's state: the job's own wait queue, whether it sleeps,
 	// and which timer may wake it; noWake while a terminate must not
 	// wake it (usecSleep).
@@ -635,8 +638,9 @@ func (r *runState) layoutFiles(lbs int64) error {
 		size int64
 		job  *job
 		fill bool
-		// laterRead: a job after the first reads the file.
-		laterRead bool
+		// setup is what fio's setup of the jobs leaves the (buffered)
+		// file as (fileSetup.visit).
+		setup fileSetup
 	}
 	sizes := map[string]*fileReq{}
 	var order []string
@@ -662,9 +666,11 @@ func (r *runState) layoutFiles(lbs int64) error {
 				}
 				q.size = max(q.size, need)
 				q.fill = q.fill || j.spec.FillDevice
-				q.laterRead = q.laterRead || j.spec.RW.HasRead()
+				q.setup.visit(j, need)
 			} else {
-				sizes[f.name] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
+				q := &fileReq{size: need, job: j, fill: j.spec.FillDevice}
+				q.setup.visit(j, need)
+				sizes[f.name] = q
 				order = append(order, f.name)
 			}
 		}
@@ -717,9 +723,7 @@ func (r *runState) layoutFiles(lbs int64) error {
 		} else {
 			f, err = r.fsys.Create(name)
 			if err == nil {
-				if opt, serr := setUpBuffered(f, q.job.spec, q.size, q.laterRead); serr != nil {
-					return q.job.spec.errorf(opt, "%v", serr)
-				}
+				err = q.setup.apply(f, q.size)
 			}
 		}
 		if err != nil {
@@ -738,45 +742,69 @@ func (r *runState) layoutFiles(lbs int64) error {
 	return nil
 }
 
-// setUpBuffered sets up new buffered file f of size bytes as fio's
-// setup of the jobs using it does, first being the first such job and
-// laterRead telling whether a later one reads it. fio lays out a file for
-// a job that reads it (writes it whole, fsynced: extend_file's
-// new_layout), so one whose first job reads gets its blocks now, in one
-// run; one that job only writes is set up as its fallocate= says
-// (fill_device jobs skip it): native, posix and 1 preallocate it, a
-// failure only logged (the job then allocates as it writes); truncate
-// only sizes it; keep preallocates it (its failure fails the job) and
-// none does nothing, both leaving its size 0, so that a later job that
-// reads it lays it out whole. A failure names the option at fault.
-func setUpBuffered(f *fsmodel.File, first *JobSpec, size int64, laterRead bool) (string, error) {
-	mode := first.Fallocate
-	switch {
-	case first.RW.HasRead():
-		return "filename", f.LayOut(size)
-	case first.FillDevice:
-		mode = "truncate"
-	case (mode == "keep" || mode == "none") && laterRead:
-		return "filename", f.LayOut(size)
-	}
-	switch mode {
-	case "truncate", "none":
-		f.Extend(size)
-		return "", nil
-	case "keep":
-		if err := f.Preallocate(size); err != nil {
-			return "fallocate", fmt.Errorf("fallocate=keep: %w (fio fails the job in its setup)", err)
-		}
-		return "", nil
-	}
-	if err := f.Preallocate(size); err != nil {
-		if !errors.Is(err, fsmodel.ErrNoSpace) {
-			return "filename", err
-		}
-		f.Extend(size)
-	}
-	return "", nil
+// fileSetup follows fio's setup of a buffered file, job by job in file
+// order: a job whose setup finds the file shorter than it needs sets it
+// up afresh (fio unlinks it first), as the job's own options say; the
+// last such job decides what the file is when the jobs start. A job that
+// reads it lays it out (writes it whole, fsynced: extend_file's
+// new_layout); one that only writes applies its fallocate=: native,
+// posix and 1 preallocate it, truncate only sizes it, keep preallocates
+// it without sizing it and none (and a fill_device job, which skips
+// fallocate) leave it empty, so that the next job finds it short.
+type fileSetup struct {
+	size int64  // the file's size after the setups so far
+	how  string // "layout", "prealloc", "keep", "truncate" or "none"
+	need int64  // the deciding job's size
+	job  *job   // the deciding job
 }
+
+// visit applies job j's setup, which needs need bytes.
+func (s *fileSetup) visit(j *job, need int64) {
+	if s.job != nil && s.size >= need {
+		return
+	}
+	s.job, s.need, s.size = j, need, need
+	switch mode := j.spec.Fallocate; {
+	case j.spec.RW.HasRead():
+		s.how = "layout"
+	case j.spec.FillDevice || mode == "none":
+		s.how, s.size = "none", 0
+	case mode == "keep":
+		s.how, s.size = "keep", 0
+	case mode == "truncate":
+		s.how = "truncate"
+	default:
+		s.how = "prealloc"
+	}
+}
+
+// apply sets up new buffered file f as the deciding job's setup left it,
+// sized to size (the most any job uses). A preallocation without room is
+// only logged by fio, the job then allocating as it writes; keep's
+// failure fails the deciding job, as fio's td_verror in its setup does.
+func (s *fileSetup) apply(f *fsmodel.File, size int64) error {
+	var err error
+	switch s.how {
+	case "layout":
+		err = f.LayOut(s.need)
+	case "prealloc", "keep":
+		if err = f.Preallocate(s.need); errors.Is(err, fsmodel.ErrNoSpace) {
+			if s.how == "keep" {
+				s.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
+			}
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	f.Extend(size)
+	return nil
+}
+
+// fioFallocateLine is the filesetup.c line fio 3.33 names when
+// fallocate=keep fails (td_verror(td, errno, "fallocate")).
+const fioFallocateLine = 93
 
 // watchFiles turns the atomicity oracle on for every file that some job
 // reads and some job writes (verify reads count as reads), whichever of

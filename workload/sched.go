@@ -30,7 +30,7 @@ func (j *job) waitToStart(t *sim.Task) (sim.Time, bool) {
 		delay += time.Duration(randUpTo(j.aux, int64(hi-delay)))
 	}
 	if j.fence == 0 && len(j.waitFor) == 0 && delay == 0 {
-		return r.start, !j.terminate
+		return r.start, !j.terminate && j.filesSetUp()
 	}
 	for {
 		// Run the charged CPU time before looking: WaitQueue.Wait would
@@ -44,10 +44,21 @@ func (j *job) waitToStart(t *sim.Task) (sim.Time, bool) {
 	if until := r.start + sim.Time(delay); !j.terminate && t.Now()+sim.Time(t.Owed()) < until {
 		j.sleepUntil(t, until)
 	}
-	if j.terminate {
+	if j.terminate || !j.filesSetUp() {
 		return 0, false
 	}
 	return t.Now() + sim.Time(t.Owed()), true
+}
+
+// filesSetUp reports whether the job's file setup, which fio does as the job
+// starts, let it run: a failed one (setupErr) is the job's error, before
+// any IO.
+func (j *job) filesSetUp() bool {
+	if j.setupErr == "" {
+		return true
+	}
+	j.res.Error, j.res.ErrorMsg = int(syscall.ENOSPC), j.setupErr
+	return false
 }
 
 // mayStart reports whether the jobs this one waits for have ended.
