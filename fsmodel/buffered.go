@@ -1188,6 +1188,15 @@ func (f *File) Preallocate(n int64) error {
 	return nil
 }
 
+// PreallocRoom returns how many bytes a file's preallocation (LayOut,
+// Preallocate) could take now: the blocks from the bump pointer to the
+// device's end that no allocation or reservation holds.
+func (fs *FS) PreallocRoom() int64 {
+	capBlocks := fs.q.Device().Capacity() / BlockSize
+	start := (fs.next + BlockSize - 1) / BlockSize
+	return max(min(capBlocks-start, capBlocks-fs.allocated-fs.reserved), 0) * BlockSize
+}
+
 // placeRun gives a new buffered file n bytes of blocks in one run at the
 // bump pointer and sizes it, checking the space (and on AllocLog the
 // nodes' space); what names the caller's act in errors. It returns the

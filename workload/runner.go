@@ -721,9 +721,10 @@ func (r *runState) layoutFiles(lbs int64) error {
 			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
 		} else {
+			room := r.fsys.PreallocRoom()
 			f, err = r.fsys.Create(name)
 			if err == nil {
-				err = q.setup.apply(f, q.size)
+				err = q.setup.apply(f, q.size, room)
 			}
 		}
 		if err != nil {
@@ -748,52 +749,67 @@ func (r *runState) layoutFiles(lbs int64) error {
 // last such job decides what the file is when the jobs start. A job that
 // reads it lays it out (writes it whole, fsynced: extend_file's
 // new_layout); one that only writes applies its fallocate=: native,
-// posix and 1 preallocate it, truncate only sizes it, keep preallocates
-// it without sizing it and none (and a fill_device job, which skips
+// posix and 1 preallocate it (a failure, only logged, leaves it short),
+// truncate only sizes it, keep preallocates it without sizing it (a
+// failure fails the job) and none (and a fill_device job, which skips
 // fallocate) leave it empty, so that the next job finds it short.
 type fileSetup struct {
-	size int64  // the file's size after the setups so far
-	how  string // "layout", "prealloc", "keep", "truncate" or "none"
-	need int64  // the deciding job's size
-	job  *job   // the deciding job
+	visits []setupVisit
 }
 
-// visit applies job j's setup, which needs need bytes.
+// setupVisit is one job's setup of the file: the job and the bytes it
+// needs.
+type setupVisit struct {
+	job  *job
+	need int64
+}
+
+// visit records job j's setup, which needs need bytes.
 func (s *fileSetup) visit(j *job, need int64) {
-	if s.job != nil && s.size >= need {
-		return
-	}
-	s.job, s.need, s.size = j, need, need
-	switch mode := j.spec.Fallocate; {
-	case j.spec.RW.HasRead():
-		s.how = "layout"
-	case j.spec.FillDevice || mode == "none":
-		s.how, s.size = "none", 0
-	case mode == "keep":
-		s.how, s.size = "keep", 0
-	case mode == "truncate":
-		s.how = "truncate"
-	default:
-		s.how = "prealloc"
-	}
+	s.visits = append(s.visits, setupVisit{j, need})
 }
 
-// apply sets up new buffered file f as the deciding job's setup left it,
-// sized to size (the most any job uses). A preallocation without room is
-// only logged by fio, the job then allocating as it writes; keep's
-// failure fails the deciding job, as fio's td_verror in its setup does.
-func (s *fileSetup) apply(f *fsmodel.File, size int64) error {
-	var err error
-	switch s.how {
-	case "layout":
-		err = f.LayOut(s.need)
-	case "prealloc", "keep":
-		if err = f.Preallocate(s.need); errors.Is(err, fsmodel.ErrNoSpace) {
-			if s.how == "keep" {
-				s.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
-			}
-			err = nil
+// apply sets up new buffered file f as the jobs' setups leave it, sized
+// to size (the most any job uses): it replays them with the room a
+// preallocation has now (each setup unlinks the file first, so the
+// file's earlier blocks do not count), marks each job whose
+// fallocate=keep finds no room to fail at its start, as fio's td_verror
+// in its setup does, and applies the last setup that held.
+func (s *fileSetup) apply(f *fsmodel.File, size, room int64) error {
+	cur := int64(-1) // the file's size so far; -1: not set up
+	how, need := "none", int64(0)
+	for _, v := range s.visits {
+		if cur >= v.need {
+			continue
 		}
+		js := v.job.spec
+		fits := (v.need+fsmodel.BlockSize-1)/fsmodel.BlockSize*fsmodel.BlockSize <= room
+		switch mode := js.Fallocate; {
+		case js.RW.HasRead():
+			how, need, cur = "layout", v.need, v.need
+		case js.FillDevice || mode == "none":
+			how, cur = "none", 0
+		case mode == "truncate":
+			how, cur = "truncate", v.need
+		case mode == "keep" && fits:
+			how, need, cur = "prealloc", v.need, 0
+		case mode == "keep":
+			v.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
+			how, cur = "none", 0
+		case fits:
+			how, need, cur = "prealloc", v.need, v.need
+		default:
+			// What did fit stays allocated in the kernel; blksim's
+			// preallocation is all or nothing: none here.
+			how, cur = "none", room
+		}
+	}
+	var err error
+	switch how {
+	case "layout":
+		err = f.LayOut(need)
+	case "prealloc":
+		err = f.Preallocate(need)
 	}
 	if err != nil {
 		return err

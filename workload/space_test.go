@@ -81,6 +81,32 @@ func TestWriteJobsPreallocate(t *testing.T) {
 	assert.Equal(t, int(syscall.ENOSPC), jobs[1].Error)
 	assert.Equal(t, "file:filesetup.c:93, func=fallocate, error=No space left on device", jobs[1].ErrorMsg)
 	assert.Zero(t, jobs[1].Write.IOs)
+
+	// Every job's setup counts, in order (fio 3.33, strace): keep's
+	// failure fails its job even when a later job sets the file up
+	// again, a failed native preallocation leaves the file short for
+	// the next job, and each clone of a keep job fails its own setup.
+	const setupFailed = int(syscall.ENOSPC)
+	for _, tc := range []struct {
+		name, job string
+		failed    []bool // per job, a setup failure
+	}{
+		{"keep then native", "[w1]\nfallocate=keep\n[w2]\nfallocate=native\n", []bool{true, false}},
+		{"native then keep", "[w1]\nfallocate=native\n[w2]\nfallocate=keep\n", []bool{false, true}},
+		{"keep clones", "[w]\nfallocate=keep\nnumjobs=2\n", []bool{true, true}},
+	} {
+		st := newStackWith(t, 1, "fs=ext4", "device.capacity=64m")
+		jobs := allJobs(runOn(t, st, "[global]\nfilename=shf\nrw=write\nbs=4k\nsize=80m\ndirect=0\n"+tc.job))
+		require.Len(t, jobs, len(tc.failed), tc.name)
+		for i, failed := range tc.failed {
+			if failed {
+				assert.Equal(t, setupFailed, jobs[i].Error, "%s: job %d", tc.name, i)
+				assert.Contains(t, jobs[i].ErrorMsg, "func=fallocate", "%s: job %d", tc.name, i)
+			} else {
+				assert.NotContains(t, jobs[i].ErrorMsg, "func=fallocate", "%s: job %d", tc.name, i)
+			}
+		}
+	}
 }
 
 // A file one job writes in part and a later one reads whole: after
