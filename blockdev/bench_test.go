@@ -60,8 +60,13 @@ func (l *closedLoop) run(tb testing.TB, e *sim.Engine, n int) {
 // first 8 MiB of a Queue+NVMe on a bare engine, after a warm-up that has
 // written every block once and reached steady state.
 func newRandom4kLoop(tb testing.TB) (*sim.Engine, *closedLoop) {
+	return newRandom4kLoopOn(tb, testNVMeParams(), 0)
+}
+
+// newRandom4kLoopOn is newRandom4kLoop on a device of p, every
+// flushEvery-th IO after the warm-up a cache flush (0: none).
+func newRandom4kLoopOn(tb testing.TB, p NVMeParams, flushEvery int) (*sim.Engine, *closedLoop) {
 	e := newEngine(tb)
-	p := testNVMeParams()
 	p.WriteBuffer = 4 * MiB
 	_, q := newTestNVMe(tb, e, p)
 	const blocks = int(8 * MiB / 4096)
@@ -70,6 +75,10 @@ func newRandom4kLoop(tb testing.TB) (*sim.Engine, *closedLoop) {
 	l.fill = func(b *Bio, i int) {
 		if i < blocks {
 			b.Op, b.Sector, b.Bytes, b.Stamp = OpWrite, int64(i)*8, 4096, Stamp{Writer: 1, Seq: uint64(i + 1)}
+			return
+		}
+		if flushEvery > 0 && i%flushEvery == 0 {
+			b.Op, b.Flush, b.Sync = OpWrite, true, true
 			return
 		}
 		b.Sector, b.Bytes = rng.Int64N(int64(blocks))*8, 4096
@@ -107,4 +116,19 @@ func TestQueueNVMeNoAllocsPerIO(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() { l.run(t, e, 1000) })
 	require.Zero(t, allocs, "allocations per 1000 IOs")
 	require.NoError(t, l.err)
+}
+
+// Cache flushes allocate nothing per IO either, on a queued (nvme) and a
+// non-queued (sata-ssd) flush.
+func TestQueueFlashFlushNoAllocsPerIO(t *testing.T) {
+	for _, kind := range []string{"nvme", "sata-ssd"} {
+		t.Run(kind, func(t *testing.T) {
+			p := testNVMeParams()
+			p.Kind, p.VolatileCache, p.QueueDepth, p.HostMBps = kind, true, 32, 512
+			e, l := newRandom4kLoopOn(t, p, 16)
+			allocs := testing.AllocsPerRun(20, func() { l.run(t, e, 1000) })
+			require.Zero(t, allocs, "allocations per 1000 IOs")
+			require.NoError(t, l.err)
+		})
+	}
 }

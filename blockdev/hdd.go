@@ -364,6 +364,7 @@ type HDD struct {
 	// arrived since, hostCmds the commands arrived and not completed.
 	flushSlot int
 	held      []int
+	heldSpare []int // held's other buffer, reused
 	hostCmds  int
 
 	busy      bool
@@ -503,15 +504,16 @@ func (d *HDD) checkFlush() {
 	d.flushSlot = -1
 	d.c.CompleteRequest(r)
 	held := d.held
-	d.held = nil
+	d.held = d.heldSpare[:0]
 	for i, slot := range held {
 		d.arrive(slot)
 		if d.flushSlot >= 0 {
 			// Another flush: the rest wait for it.
-			d.held = append(held[i+1:len(held):len(held)], d.held...)
-			return
+			d.held = append(d.held, held[i+1:]...)
+			break
 		}
 	}
+	d.heldSpare = held[:0]
 }
 
 // reserveLink queues n bytes on the SATA link from time from.

@@ -186,6 +186,7 @@ type NVMe struct {
 	flushq    []nvmeFlush
 	hostCmds  int
 	held      []int
+	heldSpare []int // held's other buffer, reused
 
 	// Programs counts multi-plane programs issued.
 	Programs uint64
@@ -374,18 +375,20 @@ func (d *NVMe) checkFlushes() {
 			return
 		}
 		r := d.slots.take(f.slot)
-		d.flushq = d.flushq[1:]
+		d.flushq = d.flushq[:copy(d.flushq, d.flushq[1:])]
 		d.c.CompleteRequest(r)
 		if len(d.flushq) == 0 && len(d.held) > 0 {
 			held := d.held
-			d.held = nil
+			d.held = d.heldSpare[:0]
 			for i, slot := range held {
 				d.Fire(uint64(slot)<<nvmePhaseBits | nvmeArrive)
 				if len(d.flushq) > 0 {
-					d.held = append(held[i+1:len(held):len(held)], d.held...)
+					// Another flush: the rest wait for it.
+					d.held = append(d.held, held[i+1:]...)
 					break
 				}
 			}
+			d.heldSpare = held[:0]
 		}
 	}
 }
