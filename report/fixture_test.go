@@ -145,7 +145,7 @@ func sampleResult() *workload.Result {
 
 	d := workload.JobResult{Name: "fsync-writer", JobID: 3, GroupID: 2, RW: "write",
 		BS: [2]int64{1 << 20, 1 << 20}, IOEngine: "sync", IODepth: 1, Runtime: 60_000_999_999,
-		Error: 5, ErrorMsg: "file:io_u.c:1889, func=io_u error, error=Input/output error"}
+		Error: 5, ErrorMsg: "file:io_u.c:1876, func=io_u error, error=Input/output error"}
 	gen(&d.Write, 700, 1<<20, nil, logn(40_000_000, 0.9))
 	d.Write.Issued++ // the write that failed
 	syncDepths(&d)

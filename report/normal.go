@@ -183,6 +183,14 @@ func writeStarting(b *bufio.Writer, r *workload.Result) {
 	for range capped {
 		b.WriteString("note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1\n")
 	}
+	// fio's thread_main ends a failed job with this line on stdout.
+	for gi := range r.Groups {
+		for _, j := range r.Groups[gi].AsRun() {
+			if j.Error != 0 {
+				fmt.Fprintf(b, "fio: pid=%d, err=%d/%s\n", j.JobID, j.Error, j.ErrorMsg)
+			}
+		}
+	}
 }
 
 // bsBounds formats the smallest and largest block size of direction d

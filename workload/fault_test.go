@@ -26,7 +26,7 @@ func TestDirectIOErrorFailsJob(t *testing.T) {
 			require.Len(t, jobs, 1)
 			j := jobs[0]
 			assert.Equal(t, int(syscall.EIO), j.Error)
-			assert.Equal(t, "file:io_u.c:1889, func=io_u error, error=Input/output error", j.ErrorMsg)
+			assert.Equal(t, "file:io_u.c:1876, func=io_u error, error=Input/output error", j.ErrorMsg)
 			require.NotEmpty(t, j.ErrorLog)
 			assert.Equal(t, "fio: io_u error on file f: Input/output error: write offset=40960, buflen=4096", j.ErrorLog[0])
 			assert.Equal(t, uint64(10), j.Write.IOs, "the IOs before the error are accounted, the failed one not")
@@ -133,7 +133,7 @@ func TestBufferedWriteErrorFailsFsync(t *testing.T) {
 			src := "[j]\nrw=write\nbs=4k\nsize=256k\ndirect=0\nfilename=f\n" + opt + "\n"
 			j := runFaulty(t, src, "fault.op=write")[0]
 			assert.Equal(t, int(syscall.EIO), j.Error)
-			assert.Equal(t, "file:io_u.c:1889, func=io_u error, error=Input/output error", j.ErrorMsg)
+			assert.Equal(t, "file:io_u.c:1876, func=io_u error, error=Input/output error", j.ErrorMsg)
 			require.NotEmpty(t, j.ErrorLog)
 			assert.Equal(t, "fio: io_u error on file f: Input/output error: sync offset=0, buflen=0", j.ErrorLog[0])
 			if opt == "fsync=16" {

@@ -9,9 +9,9 @@ import (
 )
 
 // fioVerrorLine is the io_u.c line fio 3.33 names in the td_verror text
-// of an IO error (__io_u_log_error's td_verror(td, io_u->error, "io_u
-// error")).
-const fioVerrorLine = 1889
+// of an IO error (td_verror(td, io_u->error, "io_u error")): 1876 in
+// Debian's fio 3.33 for a write failing with ENOSPC, whatever the engine.
+const fioVerrorLine = 1876
 
 // Strerror is glibc's strerror text for errno (fio prints it), for the
 // errnos blksim's IO paths return; others get Go's text, capitalized.

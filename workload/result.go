@@ -318,7 +318,7 @@ type JobResult struct {
 	KBBase int64
 	// Error is the errno the job ended with (0 if none), and ErrorMsg its
 	// text: for a failed IO or fsync fio's td_verror text, e.g.
-	// "file:io_u.c:1889, func=io_u error, error=Input/output error".
+	// "file:io_u.c:1876, func=io_u error, error=Input/output error".
 	Error    int
 	ErrorMsg string
 	// ErrorLog holds the lines fio prints on stderr about the job's IO
