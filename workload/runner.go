@@ -638,12 +638,10 @@ func (r *runState) layoutFiles(lbs int64) error {
 		size int64
 		job  *job
 		fill bool
-		// setup is what fio's setup of the jobs leaves the (buffered)
-		// file as (fileSetup.visit).
-		setup fileSetup
 	}
 	sizes := map[string]*fileReq{}
 	var order []string
+	var visits []setupVisit // every job's setup of every file, in job order
 	for _, j := range r.jobs {
 		if err := j.layout(devCap); err != nil {
 			return err
@@ -666,13 +664,11 @@ func (r *runState) layoutFiles(lbs int64) error {
 				}
 				q.size = max(q.size, need)
 				q.fill = q.fill || j.spec.FillDevice
-				q.setup.visit(j, need)
 			} else {
-				q := &fileReq{size: need, job: j, fill: j.spec.FillDevice}
-				q.setup.visit(j, need)
-				sizes[f.name] = q
+				sizes[f.name] = &fileReq{size: need, job: j, fill: j.spec.FillDevice}
 				order = append(order, f.name)
 			}
+			visits = append(visits, setupVisit{j, f.name, need})
 		}
 	}
 	// fill_device: the space the other files leave, in file order.
@@ -712,6 +708,25 @@ func (r *runState) layoutFiles(lbs int64) error {
 			return err
 		}
 	}
+	// Replay the jobs' setups of the buffered files, with the room the
+	// direct-IO (and DAX) files, always preallocated whole, leave.
+	room := r.fsys.PreallocRoom()
+	for _, name := range order {
+		if q := sizes[name]; q.job.spec.Direct || r.fsys.DAX() {
+			room -= alloc(q.size)
+		}
+	}
+	setups := map[string]*fileSetup{}
+	for _, name := range order {
+		if q := sizes[name]; !q.job.spec.Direct && !r.fsys.DAX() {
+			setups[name] = &fileSetup{size: -1}
+		}
+	}
+	for _, v := range visits {
+		if st := setups[v.file]; st != nil {
+			room = st.visit(v, room)
+		}
+	}
 	files := map[string]*fsmodel.File{}
 	for _, name := range order {
 		q := sizes[name]
@@ -721,10 +736,9 @@ func (r *runState) layoutFiles(lbs int64) error {
 			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
 		} else {
-			room := r.fsys.PreallocRoom()
 			f, err = r.fsys.Create(name)
 			if err == nil {
-				err = q.setup.apply(f, q.size, room)
+				err = setups[name].apply(f, q.size)
 			}
 		}
 		if err != nil {
@@ -743,73 +757,79 @@ func (r *runState) layoutFiles(lbs int64) error {
 	return nil
 }
 
-// fileSetup follows fio's setup of a buffered file, job by job in file
-// order: a job whose setup finds the file shorter than it needs sets it
-// up afresh (fio unlinks it first), as the job's own options say; the
-// last such job decides what the file is when the jobs start. A job that
-// reads it lays it out (writes it whole, fsynced: extend_file's
-// new_layout); one that only writes applies its fallocate=: native,
-// posix and 1 preallocate it (a failure, only logged, leaves it short),
-// truncate only sizes it, keep preallocates it without sizing it (a
-// failure fails the job) and none (and a fill_device job, which skips
-// fallocate) leave it empty, so that the next job finds it short.
+// fileSetup follows fio's setup of a buffered file, job by job in job
+// order across all files: a job whose setup finds the file shorter than
+// it needs sets it up afresh (fio unlinks it first, freeing what it
+// held), as the job's own options say; the last such job decides what
+// the file is when the jobs start. A job that reads it lays it out
+// (writes it whole, fsynced: extend_file's new_layout); one that only
+// writes applies its fallocate=: native, posix and 1 preallocate it (a
+// failure, only logged, leaves it short), truncate only sizes it, keep
+// preallocates it without sizing it (a failure fails the job) and none
+// (and a fill_device job, which skips fallocate) leave it empty, so that
+// the next job finds it short.
 type fileSetup struct {
-	visits []setupVisit
+	size  int64  // the file's size so far; -1: not set up
+	held  int64  // the bytes its preallocation or layout holds
+	how   string // "layout", "prealloc" or "" (no blocks)
+	bytes int64  // the deciding job's size
 }
 
-// setupVisit is one job's setup of the file: the job and the bytes it
-// needs.
+// setupVisit is one job's setup of a file: the job, the file and the
+// bytes the job needs.
 type setupVisit struct {
 	job  *job
+	file string
 	need int64
 }
 
-// visit records job j's setup, which needs need bytes.
-func (s *fileSetup) visit(j *job, need int64) {
-	s.visits = append(s.visits, setupVisit{j, need})
+// visit replays v's setup of the file with room bytes free for
+// preallocations, and returns the room left.
+func (s *fileSetup) visit(v setupVisit, room int64) int64 {
+	if s.size >= v.need {
+		return room
+	}
+	room += s.held // unlinked
+	s.held, s.how = 0, ""
+	js := v.job.spec
+	blocks := (v.need + fsmodel.BlockSize - 1) / fsmodel.BlockSize * fsmodel.BlockSize
+	take := func(how string, size int64) {
+		s.how, s.bytes, s.size, s.held = how, v.need, size, blocks
+		room -= blocks
+	}
+	switch mode := js.Fallocate; {
+	case js.RW.HasRead():
+		// (A layout that does not fit fails the run when the file is
+		// made.)
+		take("layout", v.need)
+	case js.FillDevice || mode == "none":
+		s.size = 0
+	case mode == "truncate":
+		s.size = v.need
+	case blocks <= room && mode == "keep":
+		take("prealloc", 0)
+	case mode == "keep":
+		v.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
+		s.size = 0
+	case blocks <= room:
+		take("prealloc", v.need)
+	default:
+		// What did fit stays allocated in the kernel; blksim's
+		// preallocation is all or nothing: none here.
+		s.size = room
+	}
+	return room
 }
 
-// apply sets up new buffered file f as the jobs' setups leave it, sized
-// to size (the most any job uses): it replays them with the room a
-// preallocation has now (each setup unlinks the file first, so the
-// file's earlier blocks do not count), marks each job whose
-// fallocate=keep finds no room to fail at its start, as fio's td_verror
-// in its setup does, and applies the last setup that held.
-func (s *fileSetup) apply(f *fsmodel.File, size, room int64) error {
-	cur := int64(-1) // the file's size so far; -1: not set up
-	how, need := "none", int64(0)
-	for _, v := range s.visits {
-		if cur >= v.need {
-			continue
-		}
-		js := v.job.spec
-		fits := (v.need+fsmodel.BlockSize-1)/fsmodel.BlockSize*fsmodel.BlockSize <= room
-		switch mode := js.Fallocate; {
-		case js.RW.HasRead():
-			how, need, cur = "layout", v.need, v.need
-		case js.FillDevice || mode == "none":
-			how, cur = "none", 0
-		case mode == "truncate":
-			how, cur = "truncate", v.need
-		case mode == "keep" && fits:
-			how, need, cur = "prealloc", v.need, 0
-		case mode == "keep":
-			v.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
-			how, cur = "none", 0
-		case fits:
-			how, need, cur = "prealloc", v.need, v.need
-		default:
-			// What did fit stays allocated in the kernel; blksim's
-			// preallocation is all or nothing: none here.
-			how, cur = "none", room
-		}
-	}
+// apply sets up new buffered file f as the replayed setups left it,
+// sized to size (the most any job uses).
+func (s *fileSetup) apply(f *fsmodel.File, size int64) error {
 	var err error
-	switch how {
+	switch s.how {
 	case "layout":
-		err = f.LayOut(need)
+		err = f.LayOut(s.bytes)
 	case "prealloc":
-		err = f.Preallocate(need)
+		err = f.Preallocate(s.bytes)
 	}
 	if err != nil {
 		return err

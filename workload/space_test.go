@@ -94,6 +94,9 @@ func TestWriteJobsPreallocate(t *testing.T) {
 		{"keep then native", "[w1]\nfallocate=keep\n[w2]\nfallocate=native\n", []bool{true, false}},
 		{"native then keep", "[w1]\nfallocate=native\n[w2]\nfallocate=keep\n", []bool{false, true}},
 		{"keep clones", "[w]\nfallocate=keep\nnumjobs=2\n", []bool{true, true}},
+		// Across files, in job order: B's keep takes the room A's
+		// second setup (it unlinks A's 4 MiB first) would need.
+		{"across files", "[j1]\nfilename=A\nsize=4m\n[j2]\nfilename=B\nsize=34m\nfallocate=keep\n[j3]\nfilename=A\nsize=34m\nfallocate=keep\n", []bool{false, false, true}},
 	} {
 		st := newStackWith(t, 1, "fs=ext4", "device.capacity=64m")
 		jobs := allJobs(runOn(t, st, "[global]\nfilename=shf\nrw=write\nbs=4k\nsize=80m\ndirect=0\n"+tc.job))
