@@ -2,8 +2,10 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,13 +185,20 @@ func writeStarting(b *bufio.Writer, r *workload.Result) {
 	for range capped {
 		b.WriteString("note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1\n")
 	}
-	// fio's thread_main ends a failed job with this line on stdout.
+	// fio's thread_main ends a failed job with this line on stdout, as
+	// each job ends.
+	var failed []*workload.JobResult
 	for gi := range r.Groups {
-		for _, j := range r.Groups[gi].AsRun() {
-			if j.Error != 0 {
-				fmt.Fprintf(b, "fio: pid=%d, err=%d/%s\n", j.JobID, j.Error, j.ErrorMsg)
+		jobs := r.Groups[gi].AsRun()
+		for ji := range jobs {
+			if jobs[ji].Error != 0 {
+				failed = append(failed, &jobs[ji])
 			}
 		}
+	}
+	slices.SortStableFunc(failed, func(a, b *workload.JobResult) int { return cmp.Compare(a.Ended, b.Ended) })
+	for _, j := range failed {
+		fmt.Fprintf(b, "fio: pid=%d, err=%d/%s\n", j.JobID, j.Error, j.ErrorMsg)
 	}
 }
 

@@ -324,3 +324,18 @@ func TestKBBase1000PrintsSIUnitsFirst(t *testing.T) {
 	assert.Contains(t, out, "   bw (   kB/s): min= 1608, max= 1608, per=100.00%, avg=1608.00, stdev= 0.00, samples=1\n")
 	assert.Contains(t, out, "  WRITE: bw=1636kB/s (1597KiB/s), 1636kB/s-1636kB/s (1597KiB/s-1597KiB/s), io=999kB (976KiB), run=611-611msec\n")
 }
+
+// fio prints a failed job's "fio: pid=" line when the job ends, so the
+// lines follow the order the jobs ended in, not the job order.
+func TestFailedJobLinesInEndOrder(t *testing.T) {
+	late := workload.JobResult{Name: "w1", JobID: 0, RW: "write", BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1,
+		Error: 28, ErrorMsg: "file:io_u.c:1876, func=io_u error, error=No space left on device", Ended: 2e9}
+	early := workload.JobResult{Name: "w2", JobID: 1, RW: "write", BS: [2]int64{4096, 4096}, IOEngine: "psync", IODepth: 1,
+		Error: 28, ErrorMsg: "file:filesetup.c:93, func=fallocate, error=No space left on device"}
+	r := &workload.Result{Groups: []workload.GroupResult{{Jobs: []workload.JobResult{late, early}}}}
+	var b strings.Builder
+	require.NoError(t, WriteNormal(&b, r, Options{OmitWall: true}))
+	assert.Contains(t, b.String(), "Starting 2 processes\n"+
+		"fio: pid=1, err=28/file:filesetup.c:93, func=fallocate, error=No space left on device\n"+
+		"fio: pid=0, err=28/file:io_u.c:1876, func=io_u error, error=No space left on device\n\n")
+}

@@ -306,6 +306,8 @@ type JobResult struct {
 	Depths IODepthDist
 	// Runtime is the job's measured runtime in simulated ns (ramp excluded).
 	Runtime int64
+	// Ended is when the job ended, in simulated ns from the run's start.
+	Ended int64
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
 	// its reports leave out the completion latency percentiles.
 	NoClatPercentiles bool

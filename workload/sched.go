@@ -81,6 +81,7 @@ func (j *job) mayStart() bool {
 func (j *job) end(t *sim.Task) {
 	j.ended = true
 	j.r.lastEnd = max(j.r.lastEnd, t.Now())
+	j.res.Ended = int64(t.Now() - j.r.start)
 	ct := t.CPUTimes()
 	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}
 	if j.spec.ExitAllOnError && j.res.Error != 0 {
