@@ -354,14 +354,12 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 		writeRealStats(&out, st)
 	}
-	// Like fio, a run in which a job failed exits non-zero; --output FILE
-	// is then left alone (the report still goes to stdout without it).
+	// Like fio, a run in which a job failed exits non-zero, its report
+	// written all the same (to --output FILE too: a failed job's figures
+	// and error are results).
 	jobErr := failedJob(res)
 	if jobErr == nil {
 		jobErr = realRunError(st)
-	}
-	if jobErr != nil && *output != "" {
-		return jobErr
 	}
 	if err := emit(stdout, *output, out.Bytes()); err != nil {
 		return err

@@ -429,3 +429,18 @@ func TestRunPrintsWriteback(t *testing.T) {
 	require.Equal(t, 0, r.status, r.stderr)
 	assert.NotContains(t, r.stdout, "Writeback:")
 }
+
+// A run in which a job fails exits 1 and still writes its report, to
+// --output FILE too (fio writes its report file whatever the jobs did),
+// with the job's error in it; the IO error lines go to stderr.
+func TestFailedJobReportWrittenToOutput(t *testing.T) {
+	job := writeFile(t, "w.fio", "[w]\nfilename=f\nsize=80m\nbs=4k\nrw=write\nfallocate=none\n")
+	out := filepath.Join(t.TempDir(), "out.txt")
+	r := runCLI(t, map[string]string{"BLKSIM_DETERMINISTIC": "1"}, "run", "--set", "fs=ext4", "--set", "device.capacity=64m", "--output", out, job)
+	assert.Equal(t, 1, r.status, r.stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "w: (groupid=0, jobs=1): err=28 (file:io_u.c:1876, func=io_u error, error=No space left on device)")
+	assert.Contains(t, r.stderr, "fio: io_u error on file f: No space left on device")
+	assert.Empty(t, r.stdout)
+}
