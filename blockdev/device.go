@@ -98,3 +98,29 @@ type Device interface {
 	// Submit starts a request.
 	Submit(r *Request)
 }
+
+// heldCommands are the slots of the commands that arrived while a
+// non-queued flush was out (libata issues nothing beside one), in arrival
+// order. The slice and a spare swap at each release, so holding
+// allocates nothing in the steady state.
+type heldCommands struct {
+	slots, spare []int
+}
+
+func (h *heldCommands) hold(slot int) { h.slots = append(h.slots, slot) }
+
+// release lets the held commands arrive, in order, through arrive; once
+// one of them starts another flush (flushing reports it), the rest stay
+// held behind it.
+func (h *heldCommands) release(arrive func(slot int), flushing func() bool) {
+	held := h.slots
+	h.slots = h.spare[:0]
+	for i, slot := range held {
+		arrive(slot)
+		if flushing() {
+			h.slots = append(h.slots, held[i+1:]...)
+			break
+		}
+	}
+	h.spare = held[:0]
+}

@@ -363,8 +363,7 @@ type HDD struct {
 	// flushSlot is its slot (-1 for none), held the commands that
 	// arrived since, hostCmds the commands arrived and not completed.
 	flushSlot int
-	held      []int
-	heldSpare []int // held's other buffer, reused
+	held      heldCommands
 	hostCmds  int
 
 	busy      bool
@@ -454,7 +453,7 @@ func (d *HDD) arrive(slot int) {
 	r := d.slots.get(slot)
 	if d.flushSlot >= 0 {
 		// libata does not issue a command while a non-NCQ one is out.
-		d.held = append(d.held, slot)
+		d.held.hold(slot)
 		return
 	}
 	if r.Flush {
@@ -503,17 +502,7 @@ func (d *HDD) checkFlush() {
 	r := d.slots.take(d.flushSlot)
 	d.flushSlot = -1
 	d.c.CompleteRequest(r)
-	held := d.held
-	d.held = d.heldSpare[:0]
-	for i, slot := range held {
-		d.arrive(slot)
-		if d.flushSlot >= 0 {
-			// Another flush: the rest wait for it.
-			d.held = append(d.held, held[i+1:]...)
-			break
-		}
-	}
-	d.heldSpare = held[:0]
+	d.held.release(d.arrive, func() bool { return d.flushSlot >= 0 })
 }
 
 // reserveLink queues n bytes on the SATA link from time from.

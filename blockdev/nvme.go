@@ -185,8 +185,7 @@ type NVMe struct {
 	streamEnd sim.Time
 	flushq    []nvmeFlush
 	hostCmds  int
-	held      []int
-	heldSpare []int // held's other buffer, reused
+	held      heldCommands
 
 	// Programs counts multi-plane programs issued.
 	Programs uint64
@@ -260,7 +259,7 @@ func (d *NVMe) Fire(arg uint64) {
 		r := d.slots.get(slot)
 		if d.p.Kind == "sata-ssd" && len(d.flushq) > 0 {
 			// libata issues nothing while a non-NCQ command is out.
-			d.held = append(d.held, slot)
+			d.held.hold(slot)
 			return
 		}
 		if r.Flush {
@@ -377,18 +376,9 @@ func (d *NVMe) checkFlushes() {
 		r := d.slots.take(f.slot)
 		d.flushq = d.flushq[:copy(d.flushq, d.flushq[1:])]
 		d.c.CompleteRequest(r)
-		if len(d.flushq) == 0 && len(d.held) > 0 {
-			held := d.held
-			d.held = d.heldSpare[:0]
-			for i, slot := range held {
-				d.Fire(uint64(slot)<<nvmePhaseBits | nvmeArrive)
-				if len(d.flushq) > 0 {
-					// Another flush: the rest wait for it.
-					d.held = append(d.held, held[i+1:]...)
-					break
-				}
-			}
-			d.heldSpare = held[:0]
+		if len(d.flushq) == 0 {
+			d.held.release(func(slot int) { d.Fire(uint64(slot)<<nvmePhaseBits | nvmeArrive) },
+				func() bool { return len(d.flushq) > 0 })
 		}
 	}
 }

@@ -409,14 +409,7 @@ func (q *Queue) submitFlush(b *Bio) {
 	}
 	q.traceBio(TraceQueue, b, 0)
 	q.tick()
-	r := q.newRequest()
-	r.Op, r.Sector, r.Bytes, r.Err = OpWrite, 0, 0, nil
-	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, false, true, 0, true
-	r.HWQueue = q.hwqOf(b.Issuer)
-	r.Queued = q.e.Now()
-	q.stats.InFlight++
-	q.traceReq(TraceGetRequest, r, 0)
+	r := q.requestFor(b)
 	q.traceReq(TraceInsert, r, 0)
 	h := &q.hwqs[r.HWQueue]
 	h.list = append(h.list, r)
@@ -473,14 +466,7 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 			return
 		}
 	}
-	r := q.newRequest()
-	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
-	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush, r.segs, r.noMerge = b.Issuer, b.Sync, b.NoIdle, b.Rahead, false, bioSegments(b), b.noMerge
-	r.HWQueue = q.hwqOf(b.Issuer)
-	r.Queued = q.e.Now()
-	q.stats.InFlight++
-	q.traceReq(TraceGetRequest, r, 0)
+	r := q.requestFor(b)
 	if plug != nil {
 		plug.add(r)
 		return
@@ -490,6 +476,21 @@ func (q *Queue) queueBio(b *Bio, plug *Plug) {
 }
 
 func (q *Queue) hwqOf(iss Issuer) int { return iss.CPU % len(q.hwqs) }
+
+// requestFor allocates a request holding bio b alone (G): a flush's is
+// never merged into.
+func (q *Queue) requestFor(b *Bio) *Request {
+	r := q.newRequest()
+	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
+	r.Bios = append(r.Bios[:0], b)
+	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush = b.Issuer, b.Sync, b.NoIdle, b.Rahead, b.Flush
+	r.segs, r.noMerge = bioSegments(b), b.noMerge || b.Flush
+	r.HWQueue = q.hwqOf(b.Issuer)
+	r.Queued = q.e.Now()
+	q.stats.InFlight++
+	q.traceReq(TraceGetRequest, r, 0)
+	return r
+}
 
 // mergeInto tries to merge b into one of reqs, newest first (at most
 // eight for the software queue, as blk_bio_list_merge checks). It

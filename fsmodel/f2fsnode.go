@@ -143,7 +143,6 @@ type nodeRef struct {
 // (sbi->write_io[NODE]): node blocks are appended while each follows the
 // last, whichever file they belong to.
 type nodeBio struct {
-	b     *buffered
 	bio   blockdev.Bio
 	nodes []nodeRef
 	last  int64
@@ -238,7 +237,7 @@ func (f *File) syncNodes(t *sim.Task, datasync bool) {
 			b.submitNodeBio(fs.q)
 		}
 		if b.nodes == nil {
-			nb := &nodeBio{b: b}
+			nb := &nodeBio{}
 			nb.bio.Op = blockdev.OpWrite
 			nb.bio.Sector = blk * (BlockSize / blockdev.SectorSize)
 			nb.bio.Sync, nb.bio.NoIdle = true, true

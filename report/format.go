@@ -86,21 +86,22 @@ func formatBW(bytesPerSec uint64) (bin, dec string) {
 // bwByBase is formatBW in the order fio prints the two for kb_base: the
 // binary rendering first unless kb_base is 1000.
 func bwByBase(bytesPerSec uint64, kbBase int64) (first, second string) {
-	return byBase(kbBase)(formatBW(bytesPerSec))
+	bin, dec := formatBW(bytesPerSec)
+	return byBase(bin, dec, kbBase)
 }
 
 // bytesByBase is formatBytes in kb_base's order, as bwByBase.
 func bytesByBase(n uint64, kbBase int64) (first, second string) {
-	return byBase(kbBase)(formatBytes(n))
+	bin, dec := formatBytes(n)
+	return byBase(bin, dec, kbBase)
 }
 
-// byBase returns the function that orders a binary and a decimal
-// rendering for kb_base.
-func byBase(kbBase int64) func(bin, dec string) (string, string) {
+// byBase orders a binary and a decimal rendering for kb_base.
+func byBase(bin, dec string, kbBase int64) (first, second string) {
 	if kbBase == 1000 {
-		return func(bin, dec string) (string, string) { return dec, bin }
+		return dec, bin
 	}
-	return func(bin, dec string) (string, string) { return bin, dec }
+	return bin, dec
 }
 
 // formatBytes formats an amount of bytes as fio does ("4096MiB", "23.1MB").
