@@ -537,15 +537,6 @@ func (a *aioContext) ioFailed(u *ioUnit, err error) {
 	a.failed = true
 }
 
-// fail records the job's first error and stops it issuing IO.
-func (a *aioContext) fail(err error) {
-	if a.failed {
-		return
-	}
-	a.failed = true
-	a.j.fail(err)
-}
-
 // put returns a unit to the free list; its IO is over.
 func (a *aioContext) put(u *ioUnit) {
 	a.free = append(a.free, u)

@@ -62,7 +62,6 @@ type Device struct {
 
 	inflight   atomic.Int64
 	polled     bool // the engine goroutine reaps (wallclock.Poller)
-	stopping   atomic.Bool
 	reaperDone chan struct{}
 	ringErr    error
 	closed     bool
