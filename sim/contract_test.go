@@ -106,3 +106,35 @@ func TestTaskDone(t *testing.T) {
 	require.NoError(t, e.Close())
 	assert.True(t, stuck.Done())
 }
+
+// voidTimer is a timer that can be cancelled: events scheduled before the
+// last cancel are void.
+type voidTimer struct {
+	gen   uint64
+	fired []uint64
+}
+
+func (v *voidTimer) Fire(arg uint64)      { v.fired = append(v.fired, arg) }
+func (v *voidTimer) Void(arg uint64) bool { return arg < v.gen }
+
+// A voided event is dropped when it comes due: it does not fire, the
+// clock does not move to it and it is not counted; others fire in order.
+func TestVoidableEventsAreDropped(t *testing.T) {
+	for _, daemon := range []bool{false, true} {
+		e := newEngine(t, sim.Host{CPUs: 1})
+		v := &voidTimer{}
+		schedule := e.After
+		if daemon {
+			schedule = e.AfterDaemon
+		}
+		schedule(time.Second, v, 0)
+		schedule(5*time.Second, v, 1)
+		e.AfterFunc(2*time.Second, func() { v.gen = 2 }) // voids both
+		schedule(3*time.Second, v, 2)
+		require.NoError(t, e.Run(-1))
+		assert.Equal(t, []uint64{0, 2}, v.fired)
+		assert.Equal(t, sim.Time(3*time.Second), e.Now(), "the clock stops at the last event that fired")
+		assert.Equal(t, uint64(3), e.Events(), "two timers and the func")
+		assert.Zero(t, e.Pending())
+	}
+}

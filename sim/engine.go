@@ -399,6 +399,9 @@ func (e *Engine) Run(until Time) (err error) {
 		return e.runInbox(in, until)
 	}
 	for e.err == nil && !e.closed && e.heap.len() > 0 {
+		if e.dropVoid() {
+			continue
+		}
 		next := e.heap.peek()
 		if until >= 0 && next.at > until {
 			// Fix (tests): an until earlier than Now must not move the
@@ -446,6 +449,9 @@ func (e *Engine) runInbox(in Inbox, until Time) error {
 			in.Wait(-1)
 			continue
 		}
+		if e.dropVoid() {
+			continue
+		}
 		next := e.heap.peek()
 		if until >= 0 && next.at > until {
 			if until > e.now {
@@ -462,6 +468,21 @@ func (e *Engine) runInbox(in Inbox, until Time) error {
 		e.dispatch()
 	}
 	return e.runEnd(until)
+}
+
+// dropVoid drops the next event if its handler voids it (Voidable) and
+// reports whether it did.
+func (e *Engine) dropVoid() bool {
+	next := e.heap.peek()
+	v, ok := next.h.(Voidable)
+	if !ok || !v.Void(next.arg) {
+		return false
+	}
+	ev := e.heap.pop()
+	if !ev.daemon {
+		e.nonDaemon--
+	}
+	return true
 }
 
 // Pending reports how many events are scheduled.

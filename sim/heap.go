@@ -8,6 +8,16 @@ type Handler interface {
 	Fire(arg uint64)
 }
 
+// Voidable is a Handler whose events can be cancelled after they are
+// scheduled: an event whose Void(arg) reports true when it is the next
+// one due is dropped without firing, without the clock moving to it (on
+// a wall clock, without waiting for it) and without being counted in
+// Events. Void must not change the simulation's state.
+type Voidable interface {
+	Handler
+	Void(arg uint64) bool
+}
+
 // event is one scheduled firing; events are values, never pointers.
 // daemon marks daemon work (Engine.AfterDaemon, a daemon task's resume),
 // which does not keep a stalled run going (Engine.SetStallLimit).
