@@ -74,11 +74,23 @@ type Bio struct {
 	// caller could do without (blkparse's "A"). It changes no scheduling
 	// or merging here.
 	Rahead bool
-	// Flush is REQ_PREFLUSH on an empty write (Op OpWrite, Bytes 0, as
-	// blkdev_issue_flush sends): the device's volatile write cache is
-	// written out before the bio completes. It is never merged and
-	// bypasses the scheduler and any plug (blk_insert_flush).
+	// Flush is REQ_PREFLUSH. On an empty write (Op OpWrite, Bytes 0, as
+	// blkdev_issue_flush sends) the device's volatile write cache is
+	// written out before the bio completes. On a write with data (a
+	// journal commit block) the cache is written out before the data
+	// is. Either way the bio is never merged and bypasses the scheduler
+	// and any plug (blk_insert_flush); on a device without a volatile
+	// cache the flag is dropped, as submit_bio_noacct drops it.
 	Flush bool
+	// FUA is REQ_FUA on a write with data: the bio completes only once
+	// its data is on stable media. No device here advertises FUA, so on
+	// a device with a volatile cache the queue follows the data with a
+	// cache flush (blk-flush's REQ_FSEQ_POSTFLUSH); without one the flag
+	// is dropped. Traced as blkparse's "F" after the direction.
+	FUA bool
+	// Meta is REQ_META: filesystem metadata (blkparse's "M"). It changes
+	// no scheduling or merging here.
+	Meta bool
 
 	parent    *Bio
 	remaining int
@@ -112,13 +124,25 @@ type Request struct {
 	Started sim.Time
 	Err     error
 	// Issuer is the task of the request's first bio; Sync, NoIdle,
-	// Rahead and Flush as its first bio's (a flush request carries no
-	// data and no other bio).
+	// Rahead and Meta as its first bio's. Flush marks a cache flush
+	// request, which carries no data (an empty REQ_PREFLUSH bio's, or one
+	// the queue makes before or after a PREFLUSH or FUA write); a write
+	// with data never has it.
 	Issuer Issuer
 	Sync   bool
 	NoIdle bool
 	Rahead bool
 	Flush  bool
+	Meta   bool
+
+	// The flush sequence of a PREFLUSH or FUA write (blk-flush): then is
+	// the data request a preflush releases when it completes; post says
+	// the data request is followed by a postflush that ends its bios;
+	// seqPre and seqFUA are the bio's PREFLUSH and FUA, traced until the request
+	// is issued; inSeq marks a data request that bypassed the scheduler.
+	then           *Request
+	post, inSeq    bool
+	seqPre, seqFUA bool
 
 	segs     int       // scatter-gather segments of its bios
 	noMerge  bool      // holds a split-off piece: never merged into

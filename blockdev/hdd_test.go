@@ -528,11 +528,14 @@ func TestHDDFlushWaitsForTheCache(t *testing.T) {
 	assert.Zero(t, q.Stats().Flushes)
 }
 
-// A flush bio must be an empty write.
+// A flush bio must be a write: an empty one, or one with data that fits
+// in a request; an empty FUA bio without PREFLUSH means nothing.
 func TestFlushBioMustBeEmptyWrite(t *testing.T) {
 	p := testHDDParams()
 	p.WriteCache = true
-	for _, b := range []*Bio{{Op: OpRead, Flush: true}, {Op: OpWrite, Flush: true, Bytes: 4096}} {
+	for _, b := range []*Bio{{Op: OpRead, Flush: true}, {Op: OpRead, Flush: true, Bytes: 4096},
+		{Op: OpRead, FUA: true, Bytes: 4096}, {Op: OpWrite, FUA: true},
+		{Op: OpWrite, Flush: true, FUA: true, Bytes: 1024 * KiB}} {
 		e := newEngine(t)
 		_, q := newTestHDD(t, e, p)
 		log := newBioLog(e)

@@ -68,7 +68,7 @@ func (p *Plug) add(r *Request) {
 		p.flush(TraceUnplug)
 	}
 	if len(p.reqs) == 0 {
-		p.q.trace(TracePlug, OpRead, false, false, false, 0, 0, p.issuer, 0)
+		p.q.trace(TracePlug, OpRead, false, false, false, false, false, 0, 0, p.issuer, 0)
 	}
 	p.reqs = append(p.reqs, r)
 }
@@ -83,7 +83,7 @@ func (p *Plug) flush(how TraceAction) {
 		return
 	}
 	q := p.q
-	q.trace(how, OpRead, false, false, false, 0, 0, p.issuer, uint64(len(p.reqs)))
+	q.trace(how, OpRead, false, false, false, false, false, 0, 0, p.issuer, uint64(len(p.reqs)))
 	for i, r := range p.reqs {
 		p.reqs[i] = nil
 		q.insert(r)

@@ -338,14 +338,16 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 // empty, or whose Op is neither OpRead nor OpWrite, fails with an error
 // matching syscall.EINVAL; one beyond the device fails with ErrOutOfRange.
 // A flush (Bio.Flush, an empty write) completes once the device's
-// volatile cache is written out, at once if it has none.
+// volatile cache is written out, at once if it has none. A write with
+// data and Flush or FUA must fit in one request (max_sectors_kb and the
+// segment limits) or fails with EINVAL; it is never merged or split.
 func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
 
 // submit is submit_bio: check, trace, split, merge or make a request.
 func (q *Queue) submit(b *Bio, plug *Plug) {
 	b.Submitted = q.e.Now()
 	b.remaining = 0
-	if b.Flush {
+	if b.Bytes == 0 && (b.Flush || b.FUA) {
 		q.submitFlush(b)
 		return
 	}
@@ -367,9 +369,23 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 		q.fail(b, ErrOutOfRange)
 		return
 	}
+	limit := min(q.maxReq, int64(q.maxSeg)*pageSize)
+	if b.Flush || b.FUA {
+		if b.Op != OpWrite || b.Bytes > limit {
+			q.fail(b, fmt.Errorf("blockdev: a PREFLUSH or FUA bio must be a write of at most %d bytes (op %v, %d bytes): %w", limit, b.Op, b.Bytes, syscall.EINVAL))
+			return
+		}
+		if !q.limits.VolatileCache {
+			// submit_bio_noacct: nothing to flush, nothing to force.
+			b.Flush, b.FUA = false, false
+		}
+	}
 	q.traceBio(TraceQueue, b, 0)
 	q.stats.QueuedSizes[b.Op][b.Bytes]++
-	limit := min(q.maxReq, int64(q.maxSeg)*pageSize)
+	if b.Flush || b.FUA {
+		q.flushSequence(b)
+		return
+	}
 	if b.Bytes <= limit {
 		q.queueBio(b, plug)
 		return
@@ -399,7 +415,7 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 // that bypasses the plug and the scheduler and goes to its hardware
 // queue's list (Q, G and I traced) to be issued in turn.
 func (q *Queue) submitFlush(b *Bio) {
-	if b.Op != OpWrite || b.Bytes != 0 {
+	if b.Op != OpWrite || b.Bytes != 0 || !b.Flush {
 		q.fail(b, fmt.Errorf("blockdev: a flush bio must be an empty write (op %v, %d bytes): %w", b.Op, b.Bytes, syscall.EINVAL))
 		return
 	}
@@ -414,6 +430,43 @@ func (q *Queue) submitFlush(b *Bio) {
 	h := &q.hwqs[r.HWQueue]
 	h.list = append(h.list, r)
 	q.run()
+}
+
+// flushSequence is blk_insert_flush for a write with data and PREFLUSH
+// or FUA on a device with a volatile cache: its request (G), never
+// merged, bypasses the plug and the scheduler; a PREFLUSH sends a flush
+// request first and the data only when it completes; FUA, which no
+// device here advertises, becomes a flush after the data, and the bio
+// completes when that does. The flush requests are counted as flushes,
+// the data as a write.
+func (q *Queue) flushSequence(b *Bio) {
+	q.tick()
+	r := q.requestFor(b)
+	r.inSeq, r.post = true, b.FUA
+	h := &q.hwqs[r.HWQueue]
+	if b.Flush {
+		pre := q.flushRequest(r.Issuer, r.HWQueue)
+		pre.then = r
+		h.list = append(h.list, pre)
+	} else {
+		r.seqPre, r.seqFUA = false, false
+		h.list = append(h.list, r)
+	}
+	q.run()
+}
+
+// flushRequest makes a flush request of the queue's own (blk-flush's
+// flush_rq: no bio, no Q or G traced) for iss on hardware queue hw.
+func (q *Queue) flushRequest(iss Issuer, hw int) *Request {
+	f := q.newRequest()
+	f.Op, f.Sector, f.Bytes, f.Err = OpWrite, 0, 0, nil
+	f.Bios = f.Bios[:0]
+	f.Issuer, f.Sync, f.NoIdle, f.Rahead, f.Flush, f.Meta = iss, true, false, false, true, false
+	f.then, f.post, f.inSeq, f.seqPre, f.seqFUA = nil, false, false, false, false
+	f.segs, f.noMerge, f.HWQueue = 0, true, hw
+	f.Queued = q.e.Now()
+	q.stats.InFlight++
+	return f
 }
 
 // pageSize is the memory page behind each scatter-gather segment: direct
@@ -483,8 +536,10 @@ func (q *Queue) requestFor(b *Bio) *Request {
 	r := q.newRequest()
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
-	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Flush = b.Issuer, b.Sync, b.NoIdle, b.Rahead, b.Flush
-	r.segs, r.noMerge = bioSegments(b), b.noMerge || b.Flush
+	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Meta = b.Issuer, b.Sync, b.NoIdle, b.Rahead, b.Meta
+	r.Flush = b.Flush && b.Bytes == 0
+	r.seqPre, r.seqFUA, r.then, r.post, r.inSeq = b.Flush && b.Bytes > 0, b.FUA, nil, false, false
+	r.segs, r.noMerge = bioSegments(b), b.noMerge || b.Flush || b.FUA
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
 	q.stats.InFlight++
@@ -669,7 +724,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 		if r.Err != nil {
 			errno = ErrnoOf(r.Err)
 		}
-		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Flush: r.Flush, Sector: r.Sector, Bytes: r.Bytes,
+		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Flush: r.Flush, Meta: r.Meta, Sector: r.Sector, Bytes: r.Bytes,
 			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
 		q.tracer.Trace(&q.tev)
 	}
@@ -680,28 +735,61 @@ func (q *Queue) CompleteRequest(r *Request) {
 	h.tags = append(h.tags, r.Tag)
 	r.Tag = -1
 	now := q.e.Now()
-	for _, b := range r.Bios {
-		if !r.Flush {
+	if next := r.then; next != nil {
+		// A preflush done: its write goes out next, or fails with it.
+		r.then = nil
+		next.seqPre, next.seqFUA = false, false
+		if r.Err != nil {
+			next.post = false
+			q.endSequence(next, r.Err)
+		} else {
+			next.HWQueue = r.HWQueue
+			h.list = append(h.list, next)
+		}
+	}
+	if !r.Flush {
+		for _, b := range r.Bios {
 			q.stats.Bios[op]++
 			q.stats.D2C[op] += time.Duration(now - r.Started)
 			q.stats.Q2C[op] += time.Duration(now - b.Submitted)
 		}
-		if r.Err != nil {
-			b.Err = r.Err
-		}
-		q.endBio(b)
 	}
-	if q.sched != nil && !r.Flush {
+	if r.post && r.Err == nil {
+		// FUA without device support: a postflush ends the bios.
+		post := q.flushRequest(r.Issuer, r.HWQueue)
+		post.Bios = append(post.Bios, r.Bios...)
+		h.list = append(h.list, post)
+	} else {
+		for _, b := range r.Bios {
+			if r.Err != nil {
+				b.Err = r.Err
+			}
+			q.endBio(b)
+		}
+	}
+	if q.sched != nil && !r.Flush && !r.inSeq {
 		q.sched.completed(q, r)
 	}
 	q.freeRequest(r)
 	q.run()
 }
 
+// endSequence fails a flush sequence's data request r, not issued, with
+// err (its preflush failed): it ends its bios and frees it.
+func (q *Queue) endSequence(r *Request, err error) {
+	q.stats.InFlight--
+	for _, b := range r.Bios {
+		b.Err = err
+		q.endBio(b)
+	}
+	q.freeRequest(r)
+}
+
 func (q *Queue) freeRequest(r *Request) {
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
 	r.Tag = -1
+	r.then, r.post, r.inSeq = nil, false, false
 	q.free = append(q.free, r)
 }
 
@@ -771,23 +859,23 @@ func (q *Queue) SetTracer(t Tracer) { q.tracer = t }
 // traceBio reports an event about a bio.
 func (q *Queue) traceBio(a TraceAction, b *Bio, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, b.Op, b.Sync, b.Rahead, b.Flush, b.Sector, b.Bytes, b.Issuer, extra)
+		q.trace(a, b.Op, b.Sync, b.Rahead, b.Flush, b.FUA, b.Meta, b.Sector, b.Bytes, b.Issuer, extra)
 	}
 }
 
 // traceReq reports an event about a request.
 func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, r.Op, r.Sync, r.Rahead, r.Flush, r.Sector, r.Bytes, r.Issuer, extra)
+		q.trace(a, r.Op, r.Sync, r.Rahead, r.Flush || r.seqPre, r.seqFUA, r.Meta, r.Sector, r.Bytes, r.Issuer, extra)
 	}
 }
 
 // trace reports one event if a tracer is set.
-func (q *Queue) trace(a TraceAction, op Op, sync, rahead, flush bool, sector, bytes int64, iss Issuer, extra uint64) {
+func (q *Queue) trace(a TraceAction, op Op, sync, rahead, flush, fua, meta bool, sector, bytes int64, iss Issuer, extra uint64) {
 	if q.tracer == nil {
 		return
 	}
-	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Rahead: rahead, Flush: flush, Sector: sector, Bytes: bytes,
+	q.tev = TraceEvent{Time: q.e.Now(), Action: a, Op: op, Sync: sync, Rahead: rahead, Flush: flush, FUA: fua, Meta: meta, Sector: sector, Bytes: bytes,
 		PID: iss.PID, Comm: iss.Comm, CPU: iss.CPU, Extra: extra}
 	q.tracer.Trace(&q.tev)
 }

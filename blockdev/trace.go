@@ -69,13 +69,16 @@ type TraceEvent struct {
 	Sync bool
 	// Rahead is the IO's REQ_RAHEAD flag (Bio.Rahead): readahead.
 	Rahead bool
-	// Flush is the IO's REQ_PREFLUSH flag (Bio.Flush): a cache flush.
-	Flush  bool
-	Sector int64
-	Bytes  int64
-	PID    uint32
-	Comm   string
-	CPU    int
+	// Flush is the IO's REQ_PREFLUSH flag (Bio.Flush): a cache flush,
+	// or a write preceded by one.
+	Flush bool
+	// FUA is the IO's REQ_FUA flag (Bio.FUA), Meta its REQ_META.
+	FUA, Meta bool
+	Sector    int64
+	Bytes     int64
+	PID       uint32
+	Comm      string
+	CPU       int
 	// Error is the errno of a failed completion (positive), else 0.
 	Error int
 	// Extra is the plug depth for Unplug and the sector where the second

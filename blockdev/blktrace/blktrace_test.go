@@ -529,3 +529,23 @@ func TestWriterFlushCategory(t *testing.T) {
 		blktrace.CatComplete | blktrace.CatFS | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush,
 	}, cats)
 }
+
+// A journal commit block (REQ_PREFLUSH|REQ_FUA|REQ_META|REQ_SYNC) carries
+// BLK_TC_FLUSH, BLK_TC_FUA and BLK_TC_META: blkparse's "FWFSM".
+func TestWriterFUAAndMetaCategories(t *testing.T) {
+	q := ev(100, blockdev.TraceQueue, W, 64, 4096, 10, "jbd2/sda-8", 0)
+	q.Sync, q.Flush, q.FUA, q.Meta = true, true, true, true
+	d := ev(200, blockdev.TraceIssue, W, 64, 4096, 10, "jbd2/sda-8", 0)
+	d.Sync, d.Meta = true, true
+	dir := trace(t, q, d)
+	var cats []uint32
+	for _, r := range decodeCPU(t, dir, 0) {
+		if !r.IsNote() {
+			cats = append(cats, r.Categories())
+		}
+	}
+	assert.Equal(t, []uint32{
+		blktrace.CatQueue | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush | blktrace.CatFUA | blktrace.CatMeta,
+		blktrace.CatIssue | blktrace.CatFS | blktrace.CatWrite | blktrace.CatSync | blktrace.CatMeta,
+	}, cats)
+}

@@ -163,6 +163,13 @@ func (w *Writer) trace(ev *blockdev.TraceEvent) error {
 		// REQ_PREFLUSH: blkparse's "F" before the direction.
 		rec.Action |= CatFlush << CategoryShift
 	}
+	if ev.FUA {
+		// REQ_FUA: blkparse's "F" after the direction.
+		rec.Action |= CatFUA << CategoryShift
+	}
+	if ev.Meta {
+		rec.Action |= CatMeta << CategoryShift
+	}
 	pdu := 0
 	switch ev.Action {
 	case blockdev.TracePlug:

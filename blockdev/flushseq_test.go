@@ -1,0 +1,143 @@
+package blockdev
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/blksim/blksim/sim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rwbsLog records trace events as "ACTION RWBS SECTOR+N", with blkparse's
+// rwbs letters (F for PREFLUSH before the direction, F for FUA after it).
+type rwbsLog struct{ lines []string }
+
+func (l *rwbsLog) Trace(ev *TraceEvent) {
+	if ev.Action == TracePlug || ev.Action == TraceUnplug || ev.Action == TraceUnplugTimer {
+		return
+	}
+	var b strings.Builder
+	if ev.Flush {
+		b.WriteByte('F')
+	}
+	b.WriteByte("RW"[ev.Op])
+	if ev.FUA {
+		b.WriteByte('F')
+	}
+	if ev.Sync {
+		b.WriteByte('S')
+	}
+	if ev.Meta {
+		b.WriteByte('M')
+	}
+	l.lines = append(l.lines, fmt.Sprintf("%s %s %d+%d", ev.Action.Letter(), b.String(), ev.Sector, ev.Bytes/SectorSize))
+}
+
+// Mechanism (blk-flush): a PREFLUSH|FUA write on a disk with a write
+// cache and no FUA is a flush, then the data, then a flush; the bio
+// completes with the last. The data bypasses the scheduler and is never
+// merged; the flushes count as flushes, the data as one write.
+func TestPreflushFUAWriteSequence(t *testing.T) {
+	for _, sched := range []string{SchedNone, SchedMQDeadline, SchedCFQ} {
+		t.Run(sched, func(t *testing.T) {
+			p := testHDDParams()
+			p.WriteCache = true
+			e := newEngine(t)
+			d, err := NewHDD(e, p)
+			require.NoError(t, err)
+			q, err := NewQueue(e, d, QueueOptions{Scheduler: sched})
+			require.NoError(t, err)
+			tr := &rwbsLog{}
+			q.SetTracer(tr)
+			w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
+			// Adjacent to the first write: it would merge if allowed.
+			c := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Sector: 128, Bytes: 4 * KiB, Stamp: Stamp{2, 1},
+				Sync: true, Flush: true, FUA: true})
+			plain := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Flush: true, Sync: true})
+			run(t, e)
+			assert.Greater(t, c(), plain()-10*us, "the commit write ends after a flush of its own")
+			assert.Greater(t, c(), w())
+			st := q.Stats()
+			assert.Equal(t, uint64(3), st.Flushes, "one empty flush, a preflush and a postflush")
+			assert.Equal(t, [2]uint64{0, 2}, st.IOs)
+			assert.Equal(t, map[int64]uint64{64 * KiB: 1, 4 * KiB: 1}, st.DispatchedSizes[OpWrite], "never merged")
+			assert.Equal(t, uint64(2), d.Destages, "the data written under the postflush is destaged too")
+			got := strings.Join(tr.lines, "\\n")
+			assert.Contains(t, got, "Q FWFS 128+8\\nG FWFS 128+8", "queued with both flags")
+			assert.Contains(t, got, "D WS 128+8", "issued without them (stripped as blk_insert_flush does)")
+			// The data is issued only after its preflush completed, and
+			// completes before its postflush is issued.
+			iData := strings.Index(got, "D WS 128+8")
+			iPre := strings.LastIndex(got[:iData], "C FWS 0+0")
+			require.GreaterOrEqual(t, iPre, 0, got)
+			assert.Contains(t, got[iData:], "C WS 128+8\\nD FWS 0+0")
+			assert.Equal(t, Stamp{2, 1}, d.Stamps().Read(nil, 128, 8)[0].Stamp)
+		})
+	}
+}
+
+// A FUA write without PREFLUSH goes straight to the hardware queue and is
+// followed by a flush; no flush goes before it.
+func TestFUAWriteIsFollowedByAFlush(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	tr := &rwbsLog{}
+	q.SetTracer(tr)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true, Meta: true})
+	run(t, e)
+	assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WSM 64+8", "C WSM 64+8", "D FWS 0+0", "C FWS 0+0"}, tr.lines)
+	assert.Equal(t, uint64(1), q.Stats().Flushes)
+}
+
+// Without a volatile cache the flags are dropped before the bio is
+// queued: an ordinary write, which merges, and no flush.
+func TestFlushFlagsDroppedWithoutACache(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = false
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	tr := &rwbsLog{}
+	q.SetTracer(tr)
+	log := newBioLog(e)
+	e.Go("writer", func(tk *sim.Task) {
+		plug := q.StartPlug(tk, Issuer{})
+		plug.Submit(&Bio{Op: OpWrite, Sector: 0, Bytes: 4 * KiB, Sync: true, End: log})
+		plug.Submit(&Bio{Op: OpWrite, Sector: 8, Bytes: 4 * KiB, Sync: true, Flush: true, FUA: true, End: log})
+		plug.Finish()
+	})
+	run(t, e)
+	assert.Zero(t, q.Stats().Flushes)
+	assert.Equal(t, map[int64]uint64{8 * KiB: 1}, q.Stats().DispatchedSizes[OpWrite], "merged as any write")
+	assert.NotContains(t, strings.Join(tr.lines, "\\n"), "F")
+}
+
+// A failed preflush fails its write, which is never issued.
+func TestFailedPreflushFailsTheWrite(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	d, err := NewHDD(e, p)
+	require.NoError(t, err)
+	fd := NewFaultDevice(e, d, InjectorFunc(func(r *Request) error {
+		if r.Flush {
+			return &InjectedError{Errno: syscall.EIO}
+		}
+		return nil
+	}))
+	q, err := NewQueue(e, fd, QueueOptions{})
+	require.NoError(t, err)
+	log := newBioLog(e)
+	b := &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Stamp: Stamp{3, 1}, Sync: true, Flush: true, FUA: true}
+	log.submitAt(q, 0, b)
+	run(t, e)
+	require.Len(t, log.ends[b], 1)
+	assert.ErrorIs(t, log.ends[b][0].Err, syscall.EIO)
+	assert.Zero(t, q.Stats().DispatchedSizes[OpWrite][4*KiB], "the data never went out")
+	assert.Zero(t, q.Stats().InFlight)
+	assert.NotEqual(t, Stamp{3, 1}, d.Stamps().Read(nil, 64, 8)[0].Stamp, "the data never reached the disk")
+}
