@@ -555,3 +555,22 @@ func TestPreallocate(t *testing.T) {
 	assert.Empty(t, g.Blocks())
 	assert.Equal(t, int64(1<<20), g.Size())
 }
+
+// One write() larger than the page cache completes: the pages it dirtied
+// first are written back to make room for the rest (it waited forever
+// once, its inode not yet on the dirty list).
+func TestWriteLargerThanTheCache(t *testing.T) {
+	s := newBufStackOn(t, 1<<30, AllocDelayed, false, writeback.Default{}, 256)
+	f, err := s.fs.Create("big")
+	require.NoError(t, err)
+	var werr error
+	done := false
+	s.e.Go("w", func(tk *sim.Task) {
+		werr = f.BufferedWrite(tk, 0, 4<<20, blockdev.Stamp{Writer: 1, Seq: 1})
+		done = true
+	})
+	require.NoError(t, s.e.Run(-1))
+	require.True(t, done, "the write returned")
+	require.NoError(t, werr)
+	assert.Equal(t, int64(4<<20), f.Size())
+}

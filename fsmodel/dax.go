@@ -95,6 +95,9 @@ func (fs *FS) EnableDAX(opt DAXOptions) error {
 	if _, ok := fs.opt.Policy.(DAXLocking); !ok {
 		return fmt.Errorf("%w: %s does not support DAX", ErrDAX, fs.opt.Policy.Name())
 	}
+	if fs.journal != nil {
+		return fmt.Errorf("%w: a journal on a DAX mount is not modelled (make the filesystem without one)", ErrDAX)
+	}
 	if opt.Tick <= 0 {
 		opt.Tick = 4 * time.Millisecond
 	}

@@ -38,6 +38,8 @@ type Options struct {
 	Costs Costs
 	// Name prefixes lock names ("ext4").
 	Name string
+	// Journal is the metadata journal (none by default).
+	Journal JournalOptions
 }
 
 // FS is a filesystem on one request queue. Files are preallocated and
@@ -67,6 +69,10 @@ type FS struct {
 	// freeBatches are finished ones kept for reuse.
 	batches     []*Batch
 	freeBatches []*Batch
+
+	// journal is the metadata journal (nil: none); its blocks count as
+	// allocated, and the bump allocator steps over them.
+	journal *journal
 }
 
 // New returns an empty filesystem on q.
@@ -77,7 +83,69 @@ func New(e *sim.Engine, q *blockdev.Queue, opt Options) (*FS, error) {
 	if opt.Name == "" {
 		opt.Name = "fs"
 	}
-	return &FS{e: e, q: q, opt: opt, files: make(map[string]*File)}, nil
+	fs := &FS{e: e, q: q, opt: opt, files: make(map[string]*File)}
+	j, err := newJournal(fs, opt.Journal)
+	if err != nil {
+		return nil, err
+	}
+	if j != nil {
+		fs.journal = j
+		fs.allocated = j.size
+	}
+	return fs, nil
+}
+
+// DataCapacity returns the bytes files may hold: the device's capacity
+// less the journal.
+func (fs *FS) DataCapacity() int64 {
+	c := fs.q.Device().Capacity()
+	if fs.journal != nil {
+		c -= fs.journal.size * BlockSize
+	}
+	return c
+}
+
+// JournalStats returns the journal's counters (zero without a journal).
+func (fs *FS) JournalStats() JournalStats {
+	if fs.journal == nil {
+		return JournalStats{}
+	}
+	return fs.journal.stats
+}
+
+// bumpStart is the bump allocator's next block: the pointer rounded up
+// to a block, past the journal if it points into it.
+func (fs *FS) bumpStart() int64 {
+	start := (fs.next + BlockSize - 1) / BlockSize
+	if fs.journal.inJournal(start) {
+		start = fs.journal.start + fs.journal.size
+	}
+	return start
+}
+
+// bumpRoom is how many blocks the bump allocator can still hand out:
+// those from its pointer to the device's end, less the journal's.
+func (fs *FS) bumpRoom() int64 {
+	start := fs.bumpStart()
+	room := fs.q.Device().Capacity()/BlockSize - start
+	if j := fs.journal; j != nil && start < j.start {
+		room -= j.size
+	}
+	return max(room, 0)
+}
+
+// takeRun takes n blocks (at most bumpRoom) at the bump pointer and moves
+// it on: one run, or two around the journal. fn gets each run's first
+// block, its offset in the n blocks and its length.
+func (fs *FS) takeRun(n int64, fn func(block, off, length int64)) {
+	start, off := fs.bumpStart(), int64(0)
+	if j := fs.journal; j != nil && start < j.start && start+n > j.start {
+		first := j.start - start
+		fn(start, 0, first)
+		start, off = j.start+j.size, first
+	}
+	fn(start, off, n-off)
+	fs.next = (start + n - off) * BlockSize
 }
 
 // Files returns the files in the order they were created.
@@ -143,6 +211,12 @@ type File struct {
 	// fsync's writeback updates blocks in place.
 	nodes                              []f2fsNode
 	inodeChanged, sizeChanged, needIPU bool
+	// extents counts the runs of physically contiguous pages in blocks;
+	// syncTid and datasyncTid are the journal transactions of the last
+	// change fsync and fdatasync must have on disk (ext4's i_sync_tid
+	// and i_datasync_tid).
+	extents              int64
+	syncTid, datasyncTid uint64
 }
 
 // Open returns the file called name, creating it preallocated with size
@@ -162,8 +236,8 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 		return nil, fmt.Errorf("fsmodel: %q: size must be positive: %w", name, syscall.EINVAL)
 	}
 	alloc := (size + BlockSize - 1) / BlockSize * BlockSize
-	if fs.next+alloc > fs.q.Device().Capacity() {
-		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, fs.q.Device().Capacity()-fs.next)
+	if room := fs.bumpRoom() * BlockSize; alloc > room {
+		return nil, fmt.Errorf("%w: %q needs %d bytes, %d free", ErrNoSpace, name, alloc, room)
 	}
 	if free := fs.q.Device().Capacity()/BlockSize - fs.allocated - fs.reserved; alloc/BlockSize > free {
 		// Buffered writes hold reservations the bump pointer has not
@@ -179,10 +253,15 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 		Lock: sim.NewRWSem(fs.e, fs.opt.Name+":i_rwsem:"+name, fs.opt.Lock),
 		size: size,
 	}}
-	if err := f.ext.Add(Extent{Logical: 0, Physical: fs.next, Length: alloc}); err != nil {
+	var err error
+	fs.takeRun(alloc/BlockSize, func(block, off, length int64) {
+		if err == nil {
+			err = f.ext.Add(Extent{Logical: off * BlockSize, Physical: block * BlockSize, Length: length * BlockSize})
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
-	fs.next += alloc
 	fs.allocated += alloc / BlockSize
 	fs.files[name] = f
 	fs.order = append(fs.order, f)
@@ -284,6 +363,8 @@ func (f *File) checkDirect(op blockdev.Op, off, n int64) (LockSpan, error) {
 	if op == blockdev.OpRead {
 		return f.fs.opt.Policy.DIORead(io), nil
 	}
+	// file_modified: the write changes the inode's times.
+	f.fs.journal.touch(f)
 	return f.fs.opt.Policy.DIOWrite(io), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/workload"
@@ -84,6 +85,9 @@ import (
 // "periodic", "sync", "fsync"), "serialized", "skipped", "skipped_pages",
 // "errors", "pauses", "limit_pauses", "pause_total_ns" and
 // "pause_max_ns";
+// "journal", only when the filesystem's journal committed (r.Journal):
+// "kind" ("jbd2" or "xfs-log"), "commits", "blocks" (journal blocks
+// written), "offset_bytes" and "size_bytes" (where it lies);
 // "requests" for the first device: "read" and "write", each with "count",
 // "bytes" and "sizes" (request bytes -> count) of dispatched requests, the
 // same under "queued" for bios as they entered the queue, and "merges",
@@ -321,6 +325,15 @@ func blksimJSON(r *workload.Result, opt Options) *jsonObject {
 	}
 	if r.Writeback != nil {
 		o.add("writeback", writebackJSON(r.Writeback))
+	}
+	if j := r.Journal; j != nil {
+		jo := new(jsonObject)
+		jo.add("kind", j.Kind.String())
+		jo.add("commits", j.Commits)
+		jo.add("blocks", j.Blocks)
+		jo.add("offset_bytes", j.Start*fsmodel.BlockSize)
+		jo.add("size_bytes", j.Length*fsmodel.BlockSize)
+		o.add("journal", jo)
 	}
 	if d := opt.Real; d != nil {
 		o.add("real_device", realDeviceJSON(d))

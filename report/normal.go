@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/workload"
 	"github.com/blksim/blksim/writeback"
@@ -97,6 +98,9 @@ func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
 	}
 	if r.Writeback != nil {
 		writeWriteback(b, r.Writeback)
+	}
+	if r.Journal != nil {
+		writeJournal(b, r.Journal)
 	}
 	if hasLockRows(r.Locks) {
 		b.WriteString("\n")
@@ -535,6 +539,12 @@ func iosPerWallSecond(e *workload.EngineFigures) float64 {
 		return 0
 	}
 	return float64(e.SimulatedIOs) / e.WallSeconds
+}
+
+// writeJournal writes the journal line of WriteNormal.
+func writeJournal(b *bufio.Writer, j *fsmodel.JournalStats) {
+	fmt.Fprintf(b, "\nJournal (%s): commits=%d, blocks written=%d (%d KiB), at %d MiB, %d MiB long\n",
+		j.Kind, j.Commits, j.Blocks, j.Blocks*fsmodel.BlockSize>>10, j.Start*fsmodel.BlockSize>>20, j.Length*fsmodel.BlockSize>>20)
 }
 
 // writeWriteback writes the writeback section of WriteNormal.

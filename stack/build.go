@@ -154,7 +154,11 @@ func Build(c *Config, seed uint64) (_ *Stack, err error) {
 	default:
 		return nil, fmt.Errorf("%s: %w: unknown fs %q", c.Where("fs"), ErrConfig, c.Get("fs"))
 	}
-	fsys, err := fsmodel.New(e, q, fsmodel.Options{Policy: policy, Lock: lockOpt, Costs: costs, Name: c.Get("fs")})
+	journal, err := c.journal()
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := fsmodel.New(e, q, fsmodel.Options{Policy: policy, Lock: lockOpt, Costs: costs, Name: c.Get("fs"), Journal: journal})
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +241,39 @@ func EmbeddedProfiles() []string {
 		}
 	}
 	return out
+}
+
+// journal returns the filesystem's journal options: ext4's jbd2 unless
+// ext4.journal is off, xfs's log; none on f2fs and on a DAX mount (not
+// modelled there).
+func (c *Config) journal() (fsmodel.JournalOptions, error) {
+	var o fsmodel.JournalOptions
+	if c.boolean("dax") {
+		return o, nil
+	}
+	hz := c.integer("host.hz")
+	if hz <= 0 {
+		return o, fmt.Errorf("%s: %w: key \"host.hz\" must be positive", c.Where("host.hz"), ErrConfig)
+	}
+	o.Tick = time.Second / time.Duration(hz)
+	switch c.Get("fs") {
+	case "ext4":
+		if !c.boolean("ext4.journal") {
+			return o, nil
+		}
+		o.Kind, o.Bytes, o.Interval = fsmodel.JBD2, c.size("ext4.journal_size"), c.duration("ext4.commit")
+		o.Ordered = !c.boolean("ext4.dioread_nolock")
+		if o.Interval <= 0 {
+			return o, fmt.Errorf("%s: %w: key \"ext4.commit\" must be positive", c.Where("ext4.commit"), ErrConfig)
+		}
+	case "xfs":
+		cs := c.integer("xfs.xfssyncd_centisecs")
+		if cs <= 0 {
+			return o, fmt.Errorf("%s: %w: key \"xfs.xfssyncd_centisecs\" must be positive", c.Where("xfs.xfssyncd_centisecs"), ErrConfig)
+		}
+		o.Kind, o.Bytes, o.Interval = fsmodel.XFSLog, c.size("xfs.log_size"), time.Duration(cs)*10*time.Millisecond
+	}
+	return o, nil
 }
 
 // enableBuffered gives the filesystem its page cache and writeback.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/blksim/blksim/blockdev"
+	"github.com/blksim/blksim/fsmodel"
 	"github.com/blksim/blksim/internal/latency"
 	"github.com/blksim/blksim/sim"
 	"github.com/blksim/blksim/writeback"
@@ -475,6 +476,9 @@ type Result struct {
 	// Writeback holds the page-cache writeback figures of a run that did
 	// buffered IO (nil otherwise, or if the caller did not fill it).
 	Writeback *WritebackResult
+	// Journal holds the filesystem journal's figures of a run that
+	// committed to it (nil otherwise, or if the caller did not fill it).
+	Journal *fsmodel.JournalStats
 	// GlobalOptions are the run's [global] and command-line options
 	// (JobSpec.GlobalOptions of its last job, which has them all but those
 	// of a [global] section after every job): fio's JSON "global

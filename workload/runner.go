@@ -300,6 +300,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	for _, j := range r.jobs {
 		j.setUp()
 	}
+	fsys.SetJournalTimer(true)
 	if opt.Interrupt != nil {
 		opt.Interrupt(func() {
 			for _, j := range r.jobs {
@@ -334,6 +335,16 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 	res.Engine = EngineFigures{SimulatedIOs: ios, Events: e.Events(), SimulatedSeconds: float64(e.Now()-r.start) / 1e9,
 		ActiveSeconds: float64(active-r.start) / 1e9, JobsSeconds: float64(max(r.lastEnd, r.start)-r.start) / 1e9}
 	return res, nil
+}
+
+// allEnded reports whether every job of the run has ended.
+func (r *runState) allEnded() bool {
+	for _, j := range r.jobs {
+		if !j.ended {
+			return false
+		}
+	}
+	return true
 }
 
 // errorf returns an ErrJob error naming an option and where it was set
@@ -684,7 +695,7 @@ func (r *runState) layoutFiles(lbs int64) error {
 		if !q.fill {
 			continue
 		}
-		free := devCap - used
+		free := r.fsys.DataCapacity() - used
 		if free <= q.size {
 			return q.job.spec.errorf("fill_device", "no space is left on the device for %q (ENOSPC)", name)
 		}

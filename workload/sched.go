@@ -81,6 +81,10 @@ func (j *job) mayStart() bool {
 func (j *job) end(t *sim.Task) {
 	j.ended = true
 	j.r.lastEnd = max(j.r.lastEnd, t.Now())
+	if j.r.allEnded() {
+		// The journal's later commit falls after fio's report.
+		j.r.fsys.SetJournalTimer(false)
+	}
 	j.res.Ended = int64(t.Now() - j.r.start)
 	ct := t.CPUTimes()
 	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}

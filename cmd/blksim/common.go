@@ -256,6 +256,9 @@ func addStackFigures(st *stack.Stack, res *workload.Result) {
 			res.Writeback = &workload.WritebackResult{Stats: s, Background: bg, Limit: limit, Bandwidth: wb.Bandwidth()}
 		}
 	}
+	if js := st.FS.JournalStats(); js.Commits > 0 {
+		res.Journal = &js
+	}
 }
 
 // failedJob returns an error naming the first job of res that ended with
