@@ -135,12 +135,13 @@ type Request struct {
 	Flush  bool
 	Meta   bool
 
-	// The flush sequence of a PREFLUSH or FUA write (blk-flush): then is
-	// the data request a preflush releases when it completes; post says
-	// the data request is followed by a postflush that ends its bios;
-	// seqPre and seqFUA are the bio's PREFLUSH and FUA, traced until the request
-	// is issued; inSeq marks a data request that bypassed the scheduler.
-	then           *Request
+	// The flush sequence (blk-flush) of an empty flush or a PREFLUSH or
+	// FUA write: fstep is what the request does once the flush it waits
+	// for completes; post says the write, once done, waits for a
+	// postflush that ends its bios; seqPre and seqFUA are the bio's
+	// PREFLUSH and FUA, traced until the write is issued; inSeq marks a
+	// write that bypassed the scheduler.
+	fstep          uint8
 	post, inSeq    bool
 	seqPre, seqFUA bool
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/blksim/blksim/sim"
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,14 @@ func (l *rwbsLog) Trace(ev *TraceEvent) {
 	if ev.Flush {
 		b.WriteByte('F')
 	}
-	b.WriteByte("RW"[ev.Op])
+	switch {
+	case ev.Op == OpWrite:
+		b.WriteByte('W')
+	case ev.Bytes > 0:
+		b.WriteByte('R')
+	default:
+		b.WriteByte('N') // blkparse: neither a write nor any bytes
+	}
 	if ev.FUA {
 		b.WriteByte('F')
 	}
@@ -65,15 +73,15 @@ func TestPreflushFUAWriteSequence(t *testing.T) {
 			assert.Equal(t, [2]uint64{0, 2}, st.IOs)
 			assert.Equal(t, map[int64]uint64{64 * KiB: 1, 4 * KiB: 1}, st.DispatchedSizes[OpWrite], "never merged")
 			assert.Equal(t, uint64(2), d.Destages, "the data written under the postflush is destaged too")
-			got := strings.Join(tr.lines, "\\n")
-			assert.Contains(t, got, "Q FWFS 128+8\\nG FWFS 128+8", "queued with both flags")
+			got := strings.Join(tr.lines, "\n")
+			assert.Contains(t, got, "Q FWFS 128+8\nG FWFS 128+8", "queued with both flags")
 			assert.Contains(t, got, "D WS 128+8", "issued without them (stripped as blk_insert_flush does)")
 			// The data is issued only after its preflush completed, and
 			// completes before its postflush is issued.
 			iData := strings.Index(got, "D WS 128+8")
-			iPre := strings.LastIndex(got[:iData], "C FWS 0+0")
+			iPre := strings.LastIndex(got[:iData], "C FN 0+0")
 			require.GreaterOrEqual(t, iPre, 0, got)
-			assert.Contains(t, got[iData:], "C WS 128+8\\nD FWS 0+0")
+			assert.Contains(t, got[iData:], "C WS 128+8\nD FN 0+0")
 			assert.Equal(t, Stamp{2, 1}, d.Stamps().Read(nil, 128, 8)[0].Stamp)
 		})
 	}
@@ -90,7 +98,7 @@ func TestFUAWriteIsFollowedByAFlush(t *testing.T) {
 	q.SetTracer(tr)
 	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true, Meta: true})
 	run(t, e)
-	assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WSM 64+8", "C WSM 64+8", "D FWS 0+0", "C FWS 0+0"}, tr.lines)
+	assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WSM 64+8", "C WSM 64+8", "D FN 0+0", "C FN 0+0"}, tr.lines)
 	assert.Equal(t, uint64(1), q.Stats().Flushes)
 }
 
@@ -113,7 +121,7 @@ func TestFlushFlagsDroppedWithoutACache(t *testing.T) {
 	run(t, e)
 	assert.Zero(t, q.Stats().Flushes)
 	assert.Equal(t, map[int64]uint64{8 * KiB: 1}, q.Stats().DispatchedSizes[OpWrite], "merged as any write")
-	assert.NotContains(t, strings.Join(tr.lines, "\\n"), "F")
+	assert.NotContains(t, strings.Join(tr.lines, "\n"), "F")
 }
 
 // A failed preflush fails its write, which is never issued.
@@ -140,4 +148,49 @@ func TestFailedPreflushFailsTheWrite(t *testing.T) {
 	assert.Zero(t, q.Stats().DispatchedSizes[OpWrite][4*KiB], "the data never went out")
 	assert.Zero(t, q.Stats().InFlight)
 	assert.NotEqual(t, Stamp{3, 1}, d.Stamps().Read(nil, 64, 8)[0].Stamp, "the data never reached the disk")
+}
+
+// blk-flush keeps one flush request in flight: flushes sent while it is
+// on the disk wait and share the next one. Each empty flush is traced
+// Q and G as "FWS" and completes as a sync write of no bytes ("C WS");
+// the flush requests themselves are REQ_OP_FLUSH, blkparse's "FN".
+func TestConcurrentFlushesShareOne(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	tr := &rwbsLog{}
+	q.SetTracer(tr)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
+	var ends []func() time.Duration
+	for i := range 8 {
+		ends = append(ends, latencyOf(t, e, q, time.Duration(10+i)*us, &Bio{Op: OpWrite, Flush: true, Sync: true}))
+	}
+	run(t, e)
+	assert.Equal(t, uint64(2), q.Stats().Flushes)
+	first := 10*us + ends[0]()
+	second := 11*us + ends[1]()
+	assert.GreaterOrEqual(t, second, first, "after the first (at once here: nothing new to destage)")
+	for i := 2; i < 8; i++ {
+		assert.Equal(t, second, time.Duration(10+i)*us+ends[i](), "flush %d shares the second flush request", i)
+	}
+	got := strings.Join(tr.lines, "\n")
+	assert.Equal(t, 8, strings.Count(got, "Q FWS 0+0"))
+	assert.Equal(t, 8, strings.Count(got, "C WS 0+0"))
+	assert.Equal(t, 2, strings.Count(got, "D FN 0+0"))
+	assert.Zero(t, q.Stats().InFlight)
+}
+
+// A flush waits while a flush-sequence write is in flight (up to
+// FLUSH_PENDING_TIMEOUT) so that it shares that write's postflush.
+func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true})
+	f := latencyOf(t, e, q, 1*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	run(t, e)
+	assert.Equal(t, uint64(1), q.Stats().Flushes, "one flush for both")
+	assert.Equal(t, w(), 1*us+f())
 }

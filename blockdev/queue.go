@@ -132,6 +132,9 @@ type Queue struct {
 	// Fix (tests): bios failed by Submit are ended from an event, since
 	// EndBio must never run inside Submit (BioEnder's contract).
 	failed failedBios
+
+	// fq sequences cache flushes (blk-flush).
+	fq flushQueue
 }
 
 // failedBios ends, one per event and in FIFO order, the bios that Submit
@@ -411,9 +414,10 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 }
 
 // submitFlush is blk_insert_flush for an empty REQ_PREFLUSH write: done at
-// once without a volatile cache; else a request of its own, never merged,
-// that bypasses the plug and the scheduler and goes to its hardware
-// queue's list (Q, G and I traced) to be issued in turn.
+// once without a volatile cache; else a request of its own (Q and G
+// traced), never merged and past the plug and the scheduler, that waits
+// for the queue's next flush request and completes with it (C traced,
+// as a plain sync write of no bytes: the kernel strips REQ_PREFLUSH).
 func (q *Queue) submitFlush(b *Bio) {
 	if b.Op != OpWrite || b.Bytes != 0 || !b.Flush {
 		q.fail(b, fmt.Errorf("blockdev: a flush bio must be an empty write (op %v, %d bytes): %w", b.Op, b.Bytes, syscall.EINVAL))
@@ -426,47 +430,132 @@ func (q *Queue) submitFlush(b *Bio) {
 	q.traceBio(TraceQueue, b, 0)
 	q.tick()
 	r := q.requestFor(b)
-	q.traceReq(TraceInsert, r, 0)
-	h := &q.hwqs[r.HWQueue]
-	h.list = append(h.list, r)
+	r.Flush, r.Sync = false, true
+	q.waitFlush(r, fstepEnd)
 	q.run()
 }
 
 // flushSequence is blk_insert_flush for a write with data and PREFLUSH
 // or FUA on a device with a volatile cache: its request (G), never
-// merged, bypasses the plug and the scheduler; a PREFLUSH sends a flush
-// request first and the data only when it completes; FUA, which no
-// device here advertises, becomes a flush after the data, and the bio
-// completes when that does. The flush requests are counted as flushes,
-// the data as a write.
+// merged, bypasses the plug and the scheduler; a PREFLUSH makes it wait
+// for the next flush request before it is issued; FUA, which no device
+// here advertises, makes it wait for a flush after it, and the bio
+// completes when that does.
 func (q *Queue) flushSequence(b *Bio) {
 	q.tick()
 	r := q.requestFor(b)
 	r.inSeq, r.post = true, b.FUA
-	h := &q.hwqs[r.HWQueue]
 	if b.Flush {
-		pre := q.flushRequest(r.Issuer, r.HWQueue)
-		pre.then = r
-		h.list = append(h.list, pre)
+		q.waitFlush(r, fstepData)
 	} else {
 		r.seqPre, r.seqFUA = false, false
+		q.fq.dataInFlight++
+		h := &q.hwqs[r.HWQueue]
 		h.list = append(h.list, r)
 	}
 	q.run()
 }
 
-// flushRequest makes a flush request of the queue's own (blk-flush's
-// flush_rq: no bio, no Q or G traced) for iss on hardware queue hw.
-func (q *Queue) flushRequest(iss Issuer, hw int) *Request {
+// flushQueue is blk-flush's state (struct blk_flush_queue): at most one
+// flush request in flight; every request waiting for a flush when one is
+// issued is done by it, those that arrive later wait for the next.
+type flushQueue struct {
+	running      *Request   // the flush request in flight (flush_rq), or nil
+	pending      []*Request // waiting for a flush not issued yet
+	covered      []*Request // waiting for the running flush
+	spare        []*Request // covered's other buffer
+	dataInFlight int        // flush-sequence writes issued, not completed
+	pendingSince sim.Time   // when pending last became non-empty
+}
+
+// What a request waiting for a flush does when it completes.
+const (
+	fstepEnd  = iota + 1 // complete: end its bios
+	fstepData            // issue the write
+)
+
+// flushPendingTimeout is FLUSH_PENDING_TIMEOUT: how long waiting
+// requests hold their flush back while flush-sequence writes are in
+// flight (whose postflushes it could then share).
+const flushPendingTimeout = 5 * time.Second
+
+// waitFlush makes r wait for the next flush request, then do step.
+func (q *Queue) waitFlush(r *Request, step uint8) {
+	fq := &q.fq
+	if len(fq.pending) == 0 {
+		fq.pendingSince = q.e.Now()
+	}
+	r.fstep = step
+	fq.pending = append(fq.pending, r)
+	q.kickFlush()
+}
+
+// kickFlush is blk_kick_flush: with no flush in flight and requests
+// waiting, and no flush-sequence write in flight (for at most
+// flushPendingTimeout), it issues a flush request for them all.
+func (q *Queue) kickFlush() {
+	fq := &q.fq
+	if fq.running != nil || len(fq.pending) == 0 {
+		return
+	}
+	if fq.dataInFlight > 0 && q.e.Now() < fq.pendingSince+sim.Time(flushPendingTimeout) {
+		return
+	}
+	first := fq.pending[0]
 	f := q.newRequest()
 	f.Op, f.Sector, f.Bytes, f.Err = OpWrite, 0, 0, nil
 	f.Bios = f.Bios[:0]
-	f.Issuer, f.Sync, f.NoIdle, f.Rahead, f.Flush, f.Meta = iss, true, false, false, true, false
-	f.then, f.post, f.inSeq, f.seqPre, f.seqFUA = nil, false, false, false, false
-	f.segs, f.noMerge, f.HWQueue = 0, true, hw
-	f.Queued = q.e.Now()
+	f.Issuer, f.Sync, f.NoIdle, f.Rahead, f.Flush, f.Meta = first.Issuer, false, false, false, true, false
+	f.fstep, f.post, f.inSeq, f.seqPre, f.seqFUA = 0, false, false, false, false
+	f.segs, f.noMerge, f.HWQueue = 0, true, first.HWQueue
+	// Its time counts from its first waiter's (diskstats' flush ticks).
+	f.Queued = first.Queued
 	q.stats.InFlight++
-	return f
+	fq.running = f
+	fq.covered = append(fq.covered, fq.pending...)
+	clear(fq.pending)
+	fq.pending = fq.pending[:0]
+	h := &q.hwqs[f.HWQueue]
+	h.list = append(h.list, f)
+}
+
+// flushDone is the end of the running flush request f: every request it
+// covered takes its next step (or fails with f's error), then the next
+// flush is kicked.
+func (q *Queue) flushDone(f *Request) {
+	fq := &q.fq
+	fq.running = nil
+	list := fq.covered
+	fq.covered = fq.spare[:0]
+	for i, w := range list {
+		list[i] = nil
+		q.flushStep(w, f.Err)
+	}
+	fq.spare = list[:0]
+	q.kickFlush()
+}
+
+// flushStep moves request w on once the flush it waited for is done.
+func (q *Queue) flushStep(w *Request, err error) {
+	if w.fstep == fstepData && err == nil {
+		w.seqPre, w.seqFUA = false, false
+		q.fq.dataInFlight++
+		h := &q.hwqs[w.HWQueue]
+		h.list = append(h.list, w)
+		return
+	}
+	if w.fstep == fstepEnd && w.Bytes == 0 {
+		// blk_update_request traces the empty flush's own completion.
+		q.traceDone(w, err)
+	}
+	q.stats.InFlight--
+	for _, b := range w.Bios {
+		if err != nil {
+			b.Err = err
+		}
+		q.endBio(b)
+	}
+	q.freeRequest(w)
 }
 
 // pageSize is the memory page behind each scatter-gather segment: direct
@@ -538,7 +627,7 @@ func (q *Queue) requestFor(b *Bio) *Request {
 	r.Bios = append(r.Bios[:0], b)
 	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Meta = b.Issuer, b.Sync, b.NoIdle, b.Rahead, b.Meta
 	r.Flush = b.Flush && b.Bytes == 0
-	r.seqPre, r.seqFUA, r.then, r.post, r.inSeq = b.Flush && b.Bytes > 0, b.FUA, nil, false, false
+	r.seqPre, r.seqFUA, r.fstep, r.post, r.inSeq = b.Flush && b.Bytes > 0, b.FUA, 0, false, false
 	r.segs, r.noMerge = bioSegments(b), b.noMerge || b.Flush || b.FUA
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
@@ -714,82 +803,85 @@ func (q *Queue) CompleteRequest(r *Request) {
 		q.stats.Sectors[op] += uint64(r.Sectors())
 		q.stats.Ticks[op] += time.Duration(q.e.Now() - r.Queued)
 	}
-	q.stats.InFlight--
 	q.inFlight--
-	if q.tracer != nil {
-		// blk_update_request traces the completion with
-		// blk_status_to_errno of the request's status: EIO, ENOSPC,
-		// ETIMEDOUT ... as the device failed it.
-		errno := 0
-		if r.Err != nil {
-			errno = ErrnoOf(r.Err)
-		}
-		q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: r.Op, Sync: r.Sync, Rahead: r.Rahead, Flush: r.Flush, Meta: r.Meta, Sector: r.Sector, Bytes: r.Bytes,
-			PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
-		q.tracer.Trace(&q.tev)
-	}
+	q.traceDone(r, r.Err)
 	// Fix (tests): free the tag before ending the bios: an EndBio that
 	// submits the next bio at full depth is dispatched at once and needs
 	// it.
 	h := &q.hwqs[r.HWQueue]
 	h.tags = append(h.tags, r.Tag)
 	r.Tag = -1
+	if r == q.fq.running {
+		q.stats.InFlight--
+		q.flushDone(r)
+		q.freeRequest(r)
+		q.run()
+		return
+	}
 	now := q.e.Now()
-	if next := r.then; next != nil {
-		// A preflush done: its write goes out next, or fails with it.
-		r.then = nil
-		next.seqPre, next.seqFUA = false, false
+	for _, b := range r.Bios {
+		q.stats.Bios[op]++
+		q.stats.D2C[op] += time.Duration(now - r.Started)
+		q.stats.Q2C[op] += time.Duration(now - b.Submitted)
+	}
+	if r.inSeq {
+		q.fq.dataInFlight--
+		if r.post && r.Err == nil {
+			// FUA without device support: the bios end with a flush
+			// after the write.
+			r.post = false
+			q.waitFlush(r, fstepEnd)
+			q.run()
+			return
+		}
+	}
+	q.stats.InFlight--
+	for _, b := range r.Bios {
 		if r.Err != nil {
-			next.post = false
-			q.endSequence(next, r.Err)
-		} else {
-			next.HWQueue = r.HWQueue
-			h.list = append(h.list, next)
+			b.Err = r.Err
 		}
+		q.endBio(b)
 	}
-	if !r.Flush {
-		for _, b := range r.Bios {
-			q.stats.Bios[op]++
-			q.stats.D2C[op] += time.Duration(now - r.Started)
-			q.stats.Q2C[op] += time.Duration(now - b.Submitted)
-		}
-	}
-	if r.post && r.Err == nil {
-		// FUA without device support: a postflush ends the bios.
-		post := q.flushRequest(r.Issuer, r.HWQueue)
-		post.Bios = append(post.Bios, r.Bios...)
-		h.list = append(h.list, post)
-	} else {
-		for _, b := range r.Bios {
-			if r.Err != nil {
-				b.Err = r.Err
-			}
-			q.endBio(b)
-		}
-	}
-	if q.sched != nil && !r.Flush && !r.inSeq {
+	if q.sched != nil && !r.inSeq {
 		q.sched.completed(q, r)
+	}
+	if r.inSeq {
+		q.kickFlush() // a flush held back for this write may go
 	}
 	q.freeRequest(r)
 	q.run()
 }
 
-// endSequence fails a flush sequence's data request r, not issued, with
-// err (its preflush failed): it ends its bios and frees it.
-func (q *Queue) endSequence(r *Request, err error) {
-	q.stats.InFlight--
-	for _, b := range r.Bios {
-		b.Err = err
-		q.endBio(b)
+// traceDone traces r's completion (C) with err's errno: blk_update_request
+// traces it with blk_status_to_errno of the request's status (EIO,
+// ENOSPC, ETIMEDOUT ... as the device failed it).
+func (q *Queue) traceDone(r *Request, err error) {
+	if q.tracer == nil {
+		return
 	}
-	q.freeRequest(r)
+	errno := 0
+	if err != nil {
+		errno = ErrnoOf(err)
+	}
+	op, sync := r.Op, r.Sync
+	if r.Flush {
+		op, sync = flushTraceOp, false
+	}
+	q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: op, Sync: sync, Rahead: r.Rahead, Flush: r.Flush, Meta: r.Meta, Sector: r.Sector, Bytes: r.Bytes,
+		PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
+	q.tracer.Trace(&q.tev)
 }
+
+// flushTraceOp is the direction a flush request is traced with: the
+// kernel's flush_rq is REQ_OP_FLUSH, which blktrace files as a read (not
+// a write), so blkparse prints it "FN".
+const flushTraceOp = OpRead
 
 func (q *Queue) freeRequest(r *Request) {
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
 	r.Tag = -1
-	r.then, r.post, r.inSeq = nil, false, false
+	r.fstep, r.post, r.inSeq = 0, false, false
 	q.free = append(q.free, r)
 }
 
@@ -866,7 +958,11 @@ func (q *Queue) traceBio(a TraceAction, b *Bio, extra uint64) {
 // traceReq reports an event about a request.
 func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
 	if q.tracer != nil {
-		q.trace(a, r.Op, r.Sync, r.Rahead, r.Flush || r.seqPre, r.seqFUA, r.Meta, r.Sector, r.Bytes, r.Issuer, extra)
+		op, sync := r.Op, r.Sync
+		if r.Flush {
+			op, sync = flushTraceOp, false
+		}
+		q.trace(a, op, sync, r.Rahead, r.Flush || r.seqPre, r.seqFUA, r.Meta, r.Sector, r.Bytes, r.Issuer, extra)
 	}
 }
 
