@@ -189,7 +189,15 @@ func TestFileLayout(t *testing.T) {
 		{"size as a percentage of the files", "filesize=1m\nsize=50%\nnrfiles=2\n", 0,
 			[]fileLayout{{"j.0.0", 0, m}, {"j.0.1", 0, m}}, m},
 		{"offset as a percentage of each file", "filesize=1m\noffset=25%\nnrfiles=2\n", 0,
-			[]fileLayout{{"j.0.0", 256 << 10, m}, {"j.0.1", 256 << 10, m}}, 2 * m},
+			[]fileLayout{{"j.0.0", 256 << 10, 768 << 10}, {"j.0.1", 256 << 10, 768 << 10}}, 1536 << 10},
+		// fio 3.33: the region of a file sized by filesize ends at the
+		// file's end; the job reads filesize less offset.
+		{"filesize and offset: the region ends at the file's end", "filesize=8m\noffset=2m\nfilename=f\n", 0,
+			[]fileLayout{{"f", 2 * m, 6 * m}}, 6 * m},
+		{"filesize and offset: size beyond the region is the region", "filesize=8m\noffset=2m\nsize=16m\nfilename=f\n", 0,
+			[]fileLayout{{"f", 2 * m, 6 * m}}, 6 * m},
+		{"filesize and offset_increment: the clone's region ends at the file's end", "filesize=8m\nsize=2m\noffset_increment=2m\nnumjobs=3\nfilename=f\n", 2,
+			[]fileLayout{{"f", 4 * m, 4 * m}}, 2 * m},
 		{"io_size", "size=4m\nnrfiles=2\nio_size=16m\n", 0,
 			[]fileLayout{{"j.0.0", 0, 2 * m}, {"j.0.1", 0, 2 * m}}, 16 * m},
 	}

@@ -539,9 +539,11 @@ func alignUnit(s *JobSpec) int64 {
 
 // layout computes the job's regions, one per file: where each starts in
 // its file, how long it is, and how much one loop transfers (fio
-// filesetup.c: a new file is laid out to offset + filesize, or offset +
-// size; with several files, size is their total, divided between them,
-// unless filesize gives each its own size).
+// filesetup.c setup_files). Without filesize a region is the file's share
+// of size (size is the files' total, divided between them) and starts at
+// the offset, the file ending where the region does. With filesize the
+// file is filesize bytes long and the region runs from the offset to the
+// file's end; an offset past the end fails the job.
 func (j *job) layout(devCap int64) error {
 	s := j.spec
 	j.ensureFiles()
@@ -574,6 +576,16 @@ func (j *job) layout(devCap int64) error {
 		}
 		f.regionOff = off + inc*int64(j.clone)
 		f.regionLen = fsz
+		if fsz > 0 {
+			if f.regionOff > fsz {
+				opt := "offset"
+				if inc != 0 && j.clone > 0 {
+					opt = "offset_increment"
+				}
+				return s.errorf(opt, "file %q starts its IO at offset %d, past the end of the file (filesize %d); fio fails the job: you need to specify valid offset=", f.name, f.regionOff, fsz)
+			}
+			f.regionLen = fsz - f.regionOff
+		}
 		fileTotal += fsz
 	}
 	size := s.Size
@@ -591,16 +603,9 @@ func (j *job) layout(devCap int64) error {
 		j.splitSize(size)
 	}
 	j.ioLimit = s.IOSize
-	switch {
-	case j.ioLimit != 0:
-	case !j.multi():
-		// One file: size may be more than the file (offsets wrap).
-		j.ioLimit = size
-		if j.ioLimit == 0 {
-			j.ioLimit = j.files[0].regionLen
-		}
-	default:
-		// fio setup_files: size is at most the files' total.
+	if j.ioLimit == 0 {
+		// fio setup_files: size is at most the regions' total (with one
+		// file too: filesize=1m with size=4m transfers 1 MiB).
 		for _, f := range j.files {
 			j.ioLimit += f.regionLen
 		}
@@ -921,6 +926,8 @@ func (j *job) checkRegion(lbs int64) error {
 			case f.regionLen >= bs:
 			case j.multi() && s.FileSize[1] == 0:
 				return s.errorf("nrfiles", "nrfiles=%d divides size into files of %d bytes (file %q), smaller than the block size %d", len(j.files), f.regionLen, f.name, bs)
+			case s.FileSize[1] > 0 && f.regionOff > 0:
+				return s.errorf("offset", "the %d bytes of file %q from offset %d to its end (filesize) are fewer than the block size %d", f.regionLen, f.name, f.regionOff, bs)
 			case s.FileSize[1] > 0:
 				return s.errorf("filesize", "size %d is smaller than the block size %d", f.regionLen, bs)
 			default:

@@ -230,8 +230,9 @@ type JobSpec struct {
 	SizePercent int
 	// FileSize is fio's filesize=: the size of the job's file, a range
 	// [min, max] from which each clone draws its own (equal ends for a
-	// fixed size); zero when not given. With it the IO region is FileSize
-	// long, and Size only limits how many bytes are transferred.
+	// fixed size); zero when not given. With it the file is FileSize long,
+	// the IO region runs from the offset to the file's end, and Size only
+	// limits how many bytes are transferred.
 	FileSize [2]int64
 	// IOSize is fio's io_size= (io_limit): the bytes to transfer per loop,
 	// which may be more than the region (offsets wrap) or less; 0 means
