@@ -232,12 +232,28 @@ func TestRunRWModifiers(t *testing.T) {
 	}
 	assert.Equal(t, []int64{0, 2, 4, 6, 8, 10, 12, 14, 0, 2}, offsets("rw=write:4k\n", 10), "holes")
 	assert.Equal(t, []int64{0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 14}, offsets("rw=read:-8k\n", 17), "backwards")
+	// fio 3.33: the first IO takes a random offset, then every fourth.
 	r := offsets("rw=randread:4\n", 12)
-	assert.Equal(t, []int64{0, 1, 2}, r[:3], "the IOs between random offsets follow on")
-	assert.Equal(t, []int64{(r[3] + 1) % 16, (r[3] + 2) % 16, (r[3] + 3) % 16}, r[4:7])
-	assert.Equal(t, []int64{(r[7] + 1) % 16, (r[7] + 2) % 16, (r[7] + 3) % 16}, r[8:11])
+	for _, at := range []int{0, 4, 8} {
+		assert.Equal(t, []int64{(r[at] + 1) % 16, (r[at] + 2) % 16, (r[at] + 3) % 16}, r[at+1:at+4], "the IOs after random offset %d follow on", at)
+	}
 	id := offsets("rw=randread:4\nrw_sequencer=identical\n", 8)
-	assert.Equal(t, []int64{0, 0, 0, id[3], id[3], id[3], id[3]}, id[:7])
+	assert.Equal(t, []int64{id[0], id[0], id[0], id[0], id[4], id[4], id[4], id[4]}, id)
+	assert.NotEqual(t, id[0], id[4])
+	// The count runs on across loops (fio 3.33 with libaio: 56k of 4k
+	// blocks, loops=2, identical reads 0 0 0 0 10 10 10 10 11 11 11 11
+	// 6 6, then 0 0 0 0 0 0 10 ...): the new loop's first two IOs repeat
+	// the start of the region, the third takes a random offset.
+	j := setUpJob(t, parseOne(t, "[j]\nsize=56k\nbs=4k\nrw=randread:4\nrw_sequencer=identical\n"), 7)
+	var loops []int64
+	for i := range 20 {
+		if i == 14 {
+			j.newLoop()
+		}
+		loops = append(loops, j.nextOffsetWrap(blockdev.OpRead)/4096)
+	}
+	assert.Equal(t, []int64{0, 0}, loops[14:16], "the count runs on: no random offset at the loop's start")
+	assert.Equal(t, []int64{loops[16], loops[16], loops[16]}, loops[17:20])
 	seq := offsets("rw=randread\npercentage_random=0\n", 20)
 	assert.Equal(t, iota64(16), seq[:16], "percentage_random=0 is sequential")
 	half := offsets("rw=randread\npercentage_random=50\n", 400)

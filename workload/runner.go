@@ -198,7 +198,9 @@ type job struct {
 	// number_ios does.
 	bytes, ios int64
 	// seqLeft counts down the IOs to the next random offset of
-	// rw=randread:N.
+	// rw=randread:N. It starts at 0, so that the job's first IO takes a
+	// random offset, and runs on across loops and io_size rounds (fio
+	// 3.33 keeps one count per job, from 1).
 	seqLeft int
 
 	rate    rateState
@@ -965,7 +967,6 @@ func (j *job) setUp() {
 		}
 		j.svc.init(s, len(j.files), j.svc.rng)
 	}
-	j.seqLeft = max(s.SeqNr, 1)
 	j.rate.init(s)
 	if s.Verify != "" {
 		j.verify = newVerifyState(j)
@@ -983,7 +984,6 @@ func (j *job) ensureLayout() {
 	j.cur.regionLen = j.spec.Size
 	j.ioLimit = j.spec.Size
 	j.unit = alignUnit(j.spec)
-	j.seqLeft = max(j.spec.SeqNr, 1)
 }
 
 // begin marks the job started at now.
@@ -1199,7 +1199,6 @@ func (j *job) newLoop() {
 // whose bytes count on towards io_size, so the loop's counters stay.
 func (j *job) newRound() {
 	j.resetFiles()
-	j.seqLeft = max(j.spec.SeqNr, 1)
 	j.filesExhausted = false
 	// fio's reset_io_counters: a loop that follows a sync may start with
 	// it again (syncDue).
@@ -1588,7 +1587,7 @@ func (j *job) offsetIn(f *jobFile, dir blockdev.Op, finite bool) (off, bs int64,
 	random := true
 	if s.SeqNr > 1 {
 		j.seqLeft--
-		if j.seqLeft == 0 {
+		if j.seqLeft <= 0 {
 			j.seqLeft = s.SeqNr
 		} else {
 			random = false
