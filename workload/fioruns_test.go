@@ -196,6 +196,24 @@ func TestRunBlockSizes(t *testing.T) {
 		assert.InDelta(t, 4000, seen[32768], 250)
 		assert.Equal(t, int64(8192), j.pickBS(blockdev.OpWrite))
 	})
+	t.Run("bssplit whose smallest size is not a power of two", func(t *testing.T) {
+		// fio 3.33 rounds every size drawn down to a multiple of the
+		// smallest: 8k becomes 6k. Sequential reads of 3 MiB: 368 of 3k
+		// and 328 of 6k, 3 MiB exactly.
+		const src = "[j]\nrw=read\nsize=3m\nbssplit=3k/50:8k/50\ndirect=1\n"
+		j := setUpJob(t, parseOne(t, src), 1)
+		seen := map[int64]int{}
+		for range 4000 {
+			seen[j.pickBS(blockdev.OpRead)]++
+		}
+		assert.Len(t, seen, 2)
+		assert.InDelta(t, 2000, seen[3072], 200)
+		assert.InDelta(t, 2000, seen[6144], 200)
+		jobs, _, _ := runSrc(t, src)
+		require.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+		assert.Equal(t, uint64(3<<20), jobs[0].Read.Bytes)
+		assert.InDelta(t, 696, jobs[0].Read.IOs, 40)
+	})
 	t.Run("run", func(t *testing.T) {
 		jobs, _, _ := runSrc(t, "[j]\nrw=randrw\nsize=1m\nbssplit=4k/50:64k/50,\nbsrange=,8k-16k\nruntime=50ms\ntime_based\ndirect=1\n")
 		j := jobs[0]

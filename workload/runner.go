@@ -1507,10 +1507,11 @@ func (j *job) pickBSIn(dir blockdev.Op, room int64) int64 {
 			if bs == 0 {
 				bs = split[len(split)-1].BS
 			}
-			// fio: a power-of-two smallest size aligns every size drawn
-			// (buflen &= ~(minbs-1); blksim has no bs_unaligned).
-			if lo := minBSDir(s, dir); lo&(lo-1) == 0 {
-				bs &^= lo - 1
+			// fio get_next_buflen: every size drawn is rounded down to a
+			// multiple of the smallest size, a power of two or not
+			// (bssplit=3k/50:8k/50 issues 3k and 6k IOs).
+			if lo := minBSDir(s, dir); lo > 0 {
+				bs -= bs % lo
 			}
 		} else {
 			// fio: minbs + maxbs * uniform, down to a multiple of minbs, at
