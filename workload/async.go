@@ -85,13 +85,12 @@ func (r *unitRing) pop() *ioUnit {
 // aioContext is an asynchronous job's state: fio's io_u lists and counts,
 // and the kernel's completion ring and the wait on it.
 type aioContext struct {
-	j         *job
-	depths    JobSpec // the job's spec with fio's depth fixups applied
-	t         *sim.Task
-	fs        *fsmodel.FS
-	uring     bool
-	costs     fsmodel.Costs
-	statsFrom sim.Time
+	j      *job
+	depths JobSpec // the job's spec with fio's depth fixups applied
+	t      *sim.Task
+	fs     *fsmodel.FS
+	uring  bool
+	costs  fsmodel.Costs
 
 	free   []*ioUnit // fio's io_u_freelist
 	queued []*ioUnit // prepared, not yet submitted (the engine's queue)
@@ -117,7 +116,7 @@ type aioContext struct {
 	app  time.Duration
 }
 
-func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *aioContext {
+func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS) *aioContext {
 	app := time.Duration(0)
 	if j.r != nil {
 		app = j.r.opt.AppPerIO
@@ -126,7 +125,7 @@ func newAIOContext(j *job, t *sim.Task, fsys *fsmodel.FS, statsFrom sim.Time) *a
 	// not have (its zero batch sizes mean iodepth, as in fio).
 	s := *j.spec
 	fixupDepths(&s)
-	a := &aioContext{j: j, depths: s, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), statsFrom: statsFrom, app: app}
+	a := &aioContext{j: j, depths: s, t: t, fs: fsys, uring: s.IOEngine == "io_uring", costs: fsys.Costs(), app: app}
 	units := make([]ioUnit, s.IODepth)
 	a.free = make([]*ioUnit, 0, s.IODepth)
 	for i := len(units) - 1; i >= 0; i-- {
@@ -158,7 +157,7 @@ func (j *job) runAsync(t *sim.Task, fsys *fsmodel.FS) {
 	if ok {
 		j.invalidate()
 		j.begin(start)
-		a := newAIOContext(j, t, fsys, j.statsFrom)
+		a := newAIOContext(j, t, fsys)
 		j.quiesce = a.quiesce
 		j.loops(t, a.phase)
 		j.setRuntime(t)
@@ -210,9 +209,7 @@ func (a *aioContext) phase(t *sim.Task) stopReason {
 		a.queued = append(a.queued, u)
 		a.ioUQueued++
 		j.sampleIssued(u.start)
-		if u.start >= a.statsFrom {
-			j.dirStats(u.dir).Issued++
-		}
+		j.countIssued(u.dir, u.start)
 		if j.countsAsIO(io.check) {
 			j.bytes += u.bs
 		}
@@ -261,10 +258,9 @@ func (a *aioContext) quiesce() {
 	}
 }
 
-// marking reports whether the job's depth figures count now (the ramp is
-// over).
-func (a *aioContext) marking() bool {
-	return a.t.Now()+sim.Time(a.t.Owed()) >= a.statsFrom
+// depthsNow is where the job's queue depths count now (job.depthsAt).
+func (a *aioContext) depthsNow() *IODepthDist {
+	return a.j.depthsAt(a.t.Now() + sim.Time(a.t.Owed()))
 }
 
 // tdCommit is fio's td_io_commit: count the units queued since the last
@@ -274,9 +270,7 @@ func (a *aioContext) tdCommit() {
 	if a.curDepth == 0 || a.ioUQueued == 0 {
 		return
 	}
-	if a.marking() {
-		a.j.res.Depths.markLevel(a.curDepth, a.ioUQueued)
-	}
+	a.depthsNow().markLevel(a.curDepth, a.ioUQueued)
 	a.ioUQueued = 0
 	a.commit()
 }
@@ -338,9 +332,9 @@ func (a *aioContext) commit() {
 		batch.Finish()
 	}
 	t.Charge(sys - sys/2)
-	if ok > 0 && a.marking() {
+	if ok > 0 {
 		// The engine's commit counts what the call submitted.
-		a.j.res.Depths.markSubmit(ok)
+		a.depthsNow().markSubmit(ok)
 	}
 	issue := t.Now() + sim.Time(t.Owed())
 	for i, u := range a.queued {
@@ -388,9 +382,7 @@ func (a *aioContext) queuedComplete(minEvents int) {
 	maxEvents := min(s.IODepthBatchCompleteMax, a.curDepth)
 	maxEvents = max(maxEvents, minEvents)
 	if maxEvents == 0 {
-		if a.marking() {
-			a.j.res.Depths.markComplete(0)
-		}
+		a.depthsNow().markComplete(0)
 		return
 	}
 	if a.uring {
@@ -400,10 +392,8 @@ func (a *aioContext) queuedComplete(minEvents int) {
 	}
 	t := a.t
 	now := t.Now() + sim.Time(t.Owed())
-	if now >= a.statsFrom {
-		// td_io_getevents counts the call and what it reaped.
-		a.j.res.Depths.markComplete(len(a.reaped))
-	}
+	// td_io_getevents counts the call and what it reaped.
+	a.j.depthsAt(now).markComplete(len(a.reaped))
 	for i, u := range a.reaped {
 		a.account(u, now)
 		a.put(u)
@@ -503,10 +493,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 	if h := j.r.opt.onIO; h != nil {
 		h(j.id, u.file.name, u.dir, u.off, u.bs)
 	}
-	if u.start >= a.statsFrom {
-		d := j.dirStats(u.dir)
-		d.IOs++
-		d.Bytes += uint64(u.bs)
+	if d := j.countDone(u.dir, u.bs, u.start); d != nil {
 		s := j.spec
 		if !s.DisableSlat {
 			d.Slat.Record(int64(u.issue - u.start))

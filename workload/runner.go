@@ -187,11 +187,15 @@ type job struct {
 
 	// Set when the job starts.
 	statsFrom, deadline sim.Time
+	// ramp holds what the job counts before statsFrom, for a job that
+	// ends inside its ramp_time (endedInRamp).
+	ramp rampTally
 	// verifyTime is the time the job's verify phases took after
-	// statsFrom (fio's read runtime of a write job).
-	verifyTime     sim.Time
-	started, ended bool
-	terminate      bool
+	// statsFrom (fio's read runtime of a write job), rampVerifyTime the
+	// time they took before.
+	verifyTime, rampVerifyTime sim.Time
+	started, ended             bool
+	terminate                  bool
 
 	// Per loop (and on across io_size rounds): bytes and IOs counted
 	// against the loop's limits; ios counts verify reads too, as fio's
@@ -1022,14 +1026,21 @@ func (j *job) run(t *sim.Task) {
 // takes no time, has no write runtime).
 func (j *job) setRuntime(t *sim.Task) {
 	t.Flush()
-	if t.Now() <= j.statsFrom {
+	s := j.spec
+	from, verify := j.statsFrom, j.verifyTime
+	if t.Now() < j.statsFrom {
+		// Its IO ended inside the ramp: the runtimes count from its
+		// start.
+		j.endedInRamp()
+		from, verify = j.statsFrom-sim.Time(s.RampTime), j.rampVerifyTime
+	}
+	if t.Now() <= from {
 		return
 	}
-	s := j.spec
-	total := int64(t.Now() - j.statsFrom)
-	io := total - int64(j.verifyTime)
+	total := int64(t.Now() - from)
+	io := total - int64(verify)
 	j.res.Runtime = total
-	j.res.Read.Runtime = int64(j.verifyTime)
+	j.res.Read.Runtime = int64(verify)
 	if s.RW.HasRead() {
 		j.res.Read.Runtime += io
 	}
@@ -1077,17 +1088,15 @@ func (j *job) endFsync(t *sim.Task) {
 		return
 	}
 	for _, f := range j.files {
-		if t.Now()+sim.Time(t.Owed()) >= j.statsFrom {
-			d := &j.res.Depths
-			switch {
-			case syncEngines[s.IOEngine]:
-				d.markSubmit(1)
-				d.markComplete(1)
-			case s.IOEngine == "io_uring":
-				d.markLevel(1, 1)
-				d.markSubmit(1)
-				d.markComplete(1)
-			}
+		d := j.depthsAt(t.Now() + sim.Time(t.Owed()))
+		switch {
+		case syncEngines[s.IOEngine]:
+			d.markSubmit(1)
+			d.markComplete(1)
+		case s.IOEngine == "io_uring":
+			d.markLevel(1, 1)
+			d.markSubmit(1)
+			d.markComplete(1)
 		}
 		err := f.reader().Fsync(t)
 		j.lastWasSync = true
@@ -1110,6 +1119,61 @@ func (j *job) dirStats(dir blockdev.Op) *DirStats {
 		return &j.res.Write
 	}
 	return &j.res.Read
+}
+
+// rampTally is what a job counts during its ramp_time. fio counts a job's
+// IOs, bytes and queue depths from its start and resets them when the
+// ramp is over, but takes no latency or rate samples until then: a job
+// that ends inside its ramp reports these counts and no latencies.
+type rampTally struct {
+	ios, issued, bytes   [2]uint64
+	depths               IODepthDist
+	syncs, fsync, dsyncs uint64
+}
+
+// depthsAt is where the job's queue depths at time at are counted: its
+// result's once the ramp is over, the ramp's before.
+func (j *job) depthsAt(at sim.Time) *IODepthDist {
+	if at < j.statsFrom {
+		return &j.ramp.depths
+	}
+	return &j.res.Depths
+}
+
+// countIssued counts an IO in direction dir issued at time at.
+func (j *job) countIssued(dir blockdev.Op, at sim.Time) {
+	if at < j.statsFrom {
+		j.ramp.issued[dir]++
+		return
+	}
+	j.dirStats(dir).Issued++
+}
+
+// countDone counts an IO of bs bytes in direction dir, issued at time
+// at, that completed, and returns the direction's figures to take its
+// latencies, or nil for an IO issued during the ramp.
+func (j *job) countDone(dir blockdev.Op, bs int64, at sim.Time) *DirStats {
+	if at < j.statsFrom {
+		j.ramp.ios[dir]++
+		j.ramp.bytes[dir] += uint64(bs)
+		return nil
+	}
+	d := j.dirStats(dir)
+	d.IOs++
+	d.Bytes += uint64(bs)
+	return d
+}
+
+// endedInRamp gives a job whose IO ended inside its ramp_time the counts
+// of its ramp, as fio reports them (rampTally).
+func (j *job) endedInRamp() {
+	r := &j.ramp
+	for d := range 2 {
+		ds := j.dirStats(blockdev.Op(d))
+		ds.IOs, ds.Issued, ds.Bytes = r.ios[d], r.issued[d], r.bytes[d]
+	}
+	j.res.Depths = r.depths
+	j.res.Sync.IOs, j.res.Sync.IssuedFsync, j.res.Sync.IssuedDatasync = r.syncs, r.fsync, r.dsyncs
 }
 
 // loops runs the job's loops with phase, the engine's loop over the IOs
@@ -1168,13 +1232,16 @@ func (j *job) iteration(t *sim.Task, phase func(*sim.Task) stopReason) bool {
 		return true
 	}
 	j.verify.startPhase()
-	from := max(t.Now()+sim.Time(t.Owed()), j.statsFrom)
+	began := t.Now() + sim.Time(t.Owed())
+	from := max(began, j.statsFrom)
 	stop := phase(t)
 	j.markRunEnd(t)
 	j.verify.endPhase()
-	if to := t.Now() + sim.Time(t.Owed()); to > from {
+	to := t.Now() + sim.Time(t.Owed())
+	if to > from {
 		j.verifyTime += to - from
 	}
+	j.rampVerifyTime += min(to, j.statsFrom) - min(began, j.statsFrom)
 	return stop == stopDone
 }
 
@@ -1215,7 +1282,7 @@ func (j *job) checkStop(now sim.Time) stopReason {
 		return stopTerminated
 	case j.verify != nil && j.verify.inPhase:
 		return running
-	case (!s.TimeBased || s.Verify != "" && asyncEngines[s.IOEngine]) && now >= j.statsFrom &&
+	case (!s.TimeBased || s.Verify != "" && asyncEngines[s.IOEngine]) &&
 		(j.bytes >= j.ioLimit || s.NumberIOs > 0 && j.ios >= s.NumberIOs):
 		// A time_based job with verify and an asynchronous engine also
 		// ends its IO phase here, to verify, and then loops until its
@@ -1325,10 +1392,8 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		// Charged CPU time (the last call's syscall exit, fio's own work)
 		// runs before this IO starts.
 		begin := t.Now() + sim.Time(t.Owed())
-		if begin >= j.statsFrom {
-			j.dirStats(io.dir).Issued++
-			j.markSyncEngineIO()
-		}
+		j.countIssued(io.dir, begin)
+		j.markSyncEngineIO(begin)
 		j.countWrite(io, begin)
 		j.sampleIssued(begin)
 		var err error
@@ -1384,11 +1449,8 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 		if h := opt.onIO; h != nil {
 			h(j.id, f.name, io.dir, off, io.bs)
 		}
-		if begin >= j.statsFrom {
-			d := j.dirStats(io.dir)
+		if d := j.countDone(io.dir, io.bs, begin); d != nil {
 			lat := int64(end - begin)
-			d.IOs++
-			d.Bytes += uint64(io.bs)
 			if !j.spec.DisableClat {
 				d.Clat.Record(lat)
 				d.ClatDist.Record(lat)
@@ -1982,14 +2044,17 @@ func (j *job) periodicSync(t *sim.Task, ddir string) stopReason {
 	f := j.syncFile
 	begin := t.Now() + sim.Time(t.Owed())
 	account := begin >= j.statsFrom
-	if account {
-		if ddir == "datasync" {
-			j.res.Sync.IssuedDatasync++
-		} else {
-			j.res.Sync.IssuedFsync++
-		}
-		j.markSyncEngineIO()
+	switch {
+	case ddir == "datasync" && account:
+		j.res.Sync.IssuedDatasync++
+	case ddir == "datasync":
+		j.ramp.dsyncs++
+	case account:
+		j.res.Sync.IssuedFsync++
+	default:
+		j.ramp.fsync++
 	}
+	j.markSyncEngineIO(begin)
 	// Through the job's own open file description: each job learns of a
 	// writeback error of the file once (errseq).
 	sync := f.reader().Fsync
@@ -2007,17 +2072,19 @@ func (j *job) periodicSync(t *sim.Task, ddir string) stopReason {
 	if account {
 		j.res.Sync.IOs++
 		j.res.Sync.Lat.Record(int64(t.Now() + sim.Time(t.Owed()) - begin))
+	} else {
+		j.ramp.syncs++
 	}
 	t.ChargeUser(j.r.opt.AppPerIO)
 	return running
 }
 
-// markSyncEngineIO counts an IO a synchronous engine issued (an IO of the
-// loop, or a sync of fsync=N) in the job's queue depths: one unit in use, one submitting
-// and one reaping call of one IO (fio's td_io_queue for an engine
-// without a commit hook).
-func (j *job) markSyncEngineIO() {
-	d := &j.res.Depths
+// markSyncEngineIO counts an IO a synchronous engine issued at time at
+// (an IO of the loop, or a sync of fsync=N) in the job's queue depths:
+// one unit in use, one submitting and one reaping call of one IO (fio's
+// td_io_queue for an engine without a commit hook).
+func (j *job) markSyncEngineIO(at sim.Time) {
+	d := j.depthsAt(at)
 	d.markLevel(1, 1)
 	d.markSubmit(1)
 	d.markComplete(1)

@@ -541,6 +541,50 @@ func TestRunStopConditions(t *testing.T) {
 	})
 }
 
+// TestRunEndsInsideRamp checks a job that reaches its size before its
+// ramp_time is over: fio 3.33 stops it at its size and reports its IOs,
+// bytes, queue depths and run time counted from its start, with no
+// latency or rate samples (psync read, size=1m, ramp_time=1: 256 IOs of
+// 1 MiB in 21 msec; with fsync=4: issued rwts total=0,64,0,15 and IO
+// depths 1=123.4%).
+func TestRunEndsInsideRamp(t *testing.T) {
+	for _, tc := range []struct {
+		name, src            string
+		reads, writes, syncs uint64
+	}{
+		{"psync read", "rw=read\nsize=1m\ndirect=1\n", 256, 0, 0},
+		{"psync randread without the random map", "rw=randread\nnorandommap\nsize=1m\ndirect=1\n", 256, 0, 0},
+		{"libaio randwrite", "ioengine=libaio\niodepth=4\nrw=randwrite\nsize=1m\ndirect=1\n", 0, 256, 0},
+		{"buffered writes with fsync=4", "rw=write\nsize=256k\nfsync=4\n", 0, 64, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := runJobs(t, 1, "[j]\nbs=4k\nramp_time=1s\n"+tc.src, RunOptions{})
+			j := onlyJob(t, res)
+			assert.Positive(t, j.Runtime)
+			assert.Less(t, j.Runtime, int64(500*time.Millisecond), "the job stops at its size, inside the ramp")
+			for _, d := range []struct {
+				stats *DirStats
+				ios   uint64
+			}{{&j.Read, tc.reads}, {&j.Write, tc.writes}} {
+				assert.Equal(t, d.ios, d.stats.IOs)
+				assert.Equal(t, d.ios, d.stats.Issued)
+				assert.Equal(t, 4096*d.ios, d.stats.Bytes)
+				assert.Zero(t, d.stats.Clat.Count()+d.stats.Lat.Count()+d.stats.Slat.Count(), "no latency samples")
+				assert.Zero(t, d.stats.BW.N+d.stats.IOPS.N, "no rate samples")
+			}
+			assert.Equal(t, j.Runtime, j.Read.Runtime+j.Write.Runtime)
+			assert.Equal(t, tc.syncs, j.Sync.IssuedFsync)
+			assert.Equal(t, tc.syncs, j.Sync.IOs)
+			assert.Zero(t, j.Sync.Lat.Count())
+			var level uint64
+			for _, n := range j.Depths.Level {
+				level += n
+			}
+			assert.Equal(t, tc.reads+tc.writes+tc.syncs, level, "every IO counts in the depths")
+		})
+	}
+}
+
 func TestRunNumJobsPrivateFiles(t *testing.T) {
 	res, st := runJobs(t, 1, "[j]\nrw=randwrite\nbs=4k\nsize=64k\nnumjobs=3\ndirect=1\n", RunOptions{})
 	jobs := allJobs(res)
