@@ -120,6 +120,40 @@ func TestRunRegions(t *testing.T) {
 	})
 }
 
+// TestRunSizePercentOfNewFile checks that size=N% fails the setup of a
+// job whose file is new and has no filesize, as fio 3.33's does (err=22,
+// "you need to specify size="): the job does no IO and its file is not
+// made; the other jobs run. With filesize it is a share of the file.
+func TestRunSizePercentOfNewFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, opts string
+		failed     bool
+		reads      uint64
+	}{
+		{"no filesize", "size=50%\n", true, 0},
+		{"every percentage", "size=100%\n", true, 0},
+		{"several files", "size=50%\nnrfiles=2\n", true, 0},
+		{"io_size does not size the files", "size=50%\nio_size=1m\n", true, 0},
+		{"filesize", "size=50%\nfilesize=1m\n", false, 128},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs, _, st := runSrc(t, "[global]\nrw=read\nbs=4k\ndirect=1\n[j]\n"+tc.opts+"[k]\nsize=64k\n")
+			require.Len(t, jobs, 2)
+			assert.Equal(t, tc.reads, jobs[0].Read.IOs)
+			assert.Zero(t, jobs[1].Error, jobs[1].ErrorMsg)
+			assert.Equal(t, uint64(16), jobs[1].Read.IOs, "the other job runs")
+			if !tc.failed {
+				assert.Zero(t, jobs[0].Error, jobs[0].ErrorMsg)
+				return
+			}
+			assert.Equal(t, int(syscall.EINVAL), jobs[0].Error)
+			assert.Equal(t, "file:filesetup.c:1155, func=total_file_size, error=Invalid argument", jobs[0].ErrorMsg)
+			assert.Equal(t, []string{"j: you need to specify size="}, jobs[0].ErrorLog)
+			assert.False(t, fileExists(t, st.FS, "j.0.0"), "the failed job's file is not made")
+		})
+	}
+}
+
 // TestRunBufferedSectorSizes checks that buffered IO (direct=0) is not
 // held to the device's logical block size, which only direct IO must
 // respect (Linux takes buffered IO of any size; fio runs bs=512 on a

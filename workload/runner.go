@@ -214,8 +214,10 @@ type job struct {
 	data    []blockdev.StampRun
 
 	// setupErr is fio's error text of a file setup that fails the job
-	// when it starts (fallocate=keep without room: ENOSPC).
-	setupErr string
+	// when it starts, setupErrno its errno: fallocate=keep without room
+	// (ENOSPC), size=N% of a new file (EINVAL).
+	setupErr   string
+	setupErrno syscall.Errno
 	// sleepUntil's state: the job's own wait queue, whether it sleeps,
 	// and which timer may wake it; noWake while a terminate must not
 	// wake it (usecSleep).
@@ -595,15 +597,20 @@ func (j *job) layout(devCap int64) error {
 		fileTotal += fsz
 	}
 	size := s.Size
-	if s.SizePercent != 0 {
-		base := fileTotal
-		if base == 0 {
-			base = devCap
-		}
-		size = mulDiv(base, int64(s.SizePercent), 100) / unit * unit
-	}
-	if s.FillDevice {
+	switch {
+	case s.FillDevice:
 		size = 0
+	case s.SizePercent != 0 && fileTotal == 0:
+		// fio setup_files: a percentage of a file that does not exist
+		// yet, with no filesize to size it, leaves the job without a
+		// size, and its setup fails; the job does no IO and its file
+		// is not made.
+		j.setupErrno = syscall.EINVAL
+		j.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=total_file_size, error=%s", fioTotalSizeLine, Strerror(int(syscall.EINVAL)))
+		j.res.ErrorLog = append(j.res.ErrorLog, s.Name+": you need to specify size=")
+		return nil
+	case s.SizePercent != 0:
+		size = mulDiv(fileTotal, int64(s.SizePercent), 100) / unit * unit
 	}
 	if fileTotal == 0 {
 		j.splitSize(size)
@@ -668,6 +675,9 @@ func (r *runState) layoutFiles(lbs int64) error {
 		if err := j.layout(devCap); err != nil {
 			return err
 		}
+		if j.setupErr != "" {
+			continue // (no files)
+		}
 		for _, f := range j.files {
 			need := f.regionOff + f.regionLen
 			if j.spec.FillDevice {
@@ -715,6 +725,9 @@ func (r *runState) layoutFiles(lbs int64) error {
 	}
 	for _, j := range r.jobs {
 		s := j.spec
+		if j.setupErr != "" {
+			continue
+		}
 		if s.FillDevice {
 			// (A fill_device job has one file.)
 			f := j.files[0]
@@ -831,6 +844,7 @@ func (s *fileSetup) visit(v setupVisit, room int64) int64 {
 	case blocks <= room && mode == "keep":
 		take("prealloc", 0)
 	case mode == "keep":
+		v.job.setupErrno = syscall.ENOSPC
 		v.job.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=fallocate, error=%s", fioFallocateLine, Strerror(int(syscall.ENOSPC)))
 		s.size = 0
 	case blocks <= room:
@@ -861,8 +875,12 @@ func (s *fileSetup) apply(f *fsmodel.File, size int64) error {
 }
 
 // fioFallocateLine is the filesetup.c line fio 3.33 names when
-// fallocate=keep fails (td_verror(td, errno, "fallocate")).
-const fioFallocateLine = 93
+// fallocate=keep fails (td_verror(td, errno, "fallocate")), and
+// fioTotalSizeLine the one it names when a job has no size.
+const (
+	fioFallocateLine = 93
+	fioTotalSizeLine = 1155
+)
 
 // watchFiles turns the atomicity oracle on for every file that some job
 // reads and some job writes (verify reads count as reads), whichever of
@@ -871,6 +889,9 @@ func (r *runState) watchFiles() {
 	type use struct{ read, write bool }
 	uses := map[*fsmodel.File]*use{}
 	for _, j := range r.jobs {
+		if j.setupErr != "" {
+			continue
+		}
 		for _, f := range j.files {
 			u := uses[f.file]
 			if u == nil {
@@ -883,6 +904,9 @@ func (r *runState) watchFiles() {
 	}
 	hists := map[*fsmodel.File]*fileHistory{}
 	for _, j := range r.jobs {
+		if j.setupErr != "" {
+			continue
+		}
 		for _, f := range j.files {
 			if u := uses[f.file]; !u.read || !u.write {
 				continue
@@ -944,9 +968,13 @@ func (j *job) checkRegion(lbs int64) error {
 	return nil
 }
 
-// setUp prepares the job's generators once its regions are known.
+// setUp prepares the job's generators once its regions are known; a job
+// whose setup failed does no IO and needs none.
 func (j *job) setUp() {
 	s := j.spec
+	if j.setupErr != "" {
+		return
+	}
 	j.unit = alignUnit(s)
 	j.laidOut = true
 	for _, f := range j.files {

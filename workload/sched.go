@@ -57,7 +57,7 @@ func (j *job) filesSetUp() bool {
 	if j.setupErr == "" {
 		return true
 	}
-	j.res.Error, j.res.ErrorMsg = int(syscall.ENOSPC), j.setupErr
+	j.res.Error, j.res.ErrorMsg = int(j.setupErrno), j.setupErr
 	return false
 }
 

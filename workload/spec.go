@@ -225,8 +225,8 @@ type JobSpec struct {
 	// the next IO goes to. The zero value is fio's default, roundrobin.
 	FileService FileService
 	// SizePercent is size= given as a percentage (1..100) of the file's
-	// size (FileSize when given, else the device's capacity); Size is then
-	// 0.
+	// size, FileSize; Size is then 0. Without FileSize the job's setup
+	// fails, as fio's does for a file that does not exist yet.
 	SizePercent int
 	// FileSize is fio's filesize=: the size of the job's file, a range
 	// [min, max] from which each clone draws its own (equal ends for a

@@ -14,6 +14,7 @@ import (
 // jsonJobs returns jobname, job_runtime (ms) and IO counts of a JSON run.
 type jsonJob struct {
 	Jobname    string `json:"jobname"`
+	Error      int    `json:"error"`
 	JobRuntime int64  `json:"job_runtime"`
 	Read       struct {
 		TotalIOs uint64 `json:"total_ios"`
@@ -83,7 +84,7 @@ func TestRunCommandLineOverrides(t *testing.T) {
 		assert.Equal(t, int64(40), j.JobRuntime, "group_reporting: the two jobs' 20.x ms summed")
 	}
 	// "--" ends the options.
-	r = runCLI(t, deterministic, "run", "--runtime=20ms", "--", job)
+	r = runCLI(t, deterministic, "run", "--runtime=20ms", "--size=16m", "--", job)
 	require.Equal(t, exitOK, r.status, r.stderr)
 }
 
@@ -116,4 +117,21 @@ func TestSplitRunArgs(t *testing.T) {
 	assert.Equal(t, []string{"--seed", "7", "-set=a=b", "--output", "o.json"}, flags)
 	assert.Equal(t, []workload.CommandLineOption{{Name: "rw", Value: "read", HasValue: true}, {Name: "time_based"}}, fio)
 	assert.Equal(t, []string{"job.fio", "--x"}, pos)
+}
+
+// size=N% of a file that does not exist yet, without filesize, fails the
+// job as fio 3.33 does: "j: you need to specify size=" and err=22 on
+// stderr, exit status 1; the other jobs run.
+func TestRunSizePercentOfNewFile(t *testing.T) {
+	job := writeFile(t, "pct.fio", "[global]\ndirect=1\nbs=4k\nrw=read\n[j]\nsize=50%\n[k]\nsize=64k\n")
+	r := runCLI(t, deterministic, "run", "--output-format=json", job)
+	require.Equal(t, exitFailed, r.status, r.stderr)
+	assert.Contains(t, r.stderr, "j: you need to specify size=\n")
+	assert.Contains(t, r.stderr, `job "j" failed: err=22 (file:filesetup.c:1155, func=total_file_size, error=Invalid argument)`)
+	jobs := jsonJobs(t, r.stdout)
+	require.Len(t, jobs, 2)
+	assert.Equal(t, 22, jobs[0].Error)
+	assert.Zero(t, jobs[0].Read.TotalIOs)
+	assert.Zero(t, jobs[1].Error)
+	assert.Equal(t, uint64(16), jobs[1].Read.TotalIOs)
 }
