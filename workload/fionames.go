@@ -132,7 +132,7 @@ var notModelledReasons = map[string]string{
 	"cmdprio*":              "IO priorities are not modelled",
 	"nice":                  "process priorities are not modelled",
 	"cgroup*":               "cgroups are not modelled",
-	"ignore_error":          "blksim stops a job at its first IO error",
+	"ignore_error":          "continue_on_error goes on past fio's default non-fatal errors (EIO, EILSEQ) only; lists of other errnos to ignore are not modelled",
 	"unit_base":             "blksim's report uses bytes",
 	"mem":                   "IO buffer memory is not modelled",
 	"lockmem":               "memory locked away from the page cache is not modelled",
