@@ -683,6 +683,8 @@ func TestParseErrorFormat(t *testing.T) {
 		{"[j]\nioengine=libaio\niodepth_batch=x\n", `bad.fio:3: option "iodepth_batch": bad value "x": expected a non-negative integer with an optional suffix k, m, g, t, p (1024-based) or kib, mib, ... (1000-based), e.g. 4k`},
 		{"[j]\n\nlatency_target=10ms\n", `bad.fio:3: option "latency_target" is not modelled by blksim (fio's latency_target: fio's latency-target search is not modelled)`},
 		{"[j]\ncontinue_on_error=all\nignore_error=EIO,ENOSPC\n", `bad.fio:3: option "ignore_error" is not modelled by blksim (fio's ignore_error: continue_on_error goes on past fio's default non-fatal errors (EIO, EILSEQ) only; lists of other errnos to ignore are not modelled)`},
+		{"[j]\nbsrange=1k-9k\nbs_unaligned\n", `bad.fio:3: option "bs_unaligned" is not modelled by blksim (fio's bs_unaligned: it lets bsrange draw IO sizes of any byte count, and blksim keeps data per 512-byte sector: buffered IO in smaller pieces is not modelled (direct IO of such sizes fails with EINVAL))`},
+		{"[j]\ndirect=0\nblocksize_unaligned=1\n", `bad.fio:3: option "blocksize_unaligned" is not modelled by blksim (fio's blocksize_unaligned: it lets bsrange draw IO sizes of any byte count, and blksim keeps data per 512-byte sector: buffered IO in smaller pieces is not modelled (direct IO of such sizes fails with EINVAL))`},
 		{"[j\n", `bad.fio:1: syntax error: section header "[j" must end with "]"`},
 		{"bs=4k\n", `bad.fio:1: option "bs": syntax error: option outside of any section: add a [global] or [jobname] header above it`},
 		{"[j]\nrw=randtrim\n", `bad.fio:2: option "rw": rw=randtrim: trim is not modelled by blksim`},
