@@ -551,7 +551,7 @@ func alignUnit(s *JobSpec) int64 {
 // of size (size is the files' total, divided between them) and starts at
 // the offset, the file ending where the region does. With filesize the
 // file is filesize bytes long and the region runs from the offset to the
-// file's end; an offset past the end fails the job.
+// file's end; an offset past the end is rejected (fio fails the job).
 func (j *job) layout(devCap int64) error {
 	s := j.spec
 	j.ensureFiles()
