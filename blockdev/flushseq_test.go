@@ -194,3 +194,52 @@ func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
 	assert.Equal(t, uint64(1), q.Stats().Flushes, "one flush for both")
 	assert.Equal(t, w(), 1*us+f())
 }
+
+// A flush sequence's write goes to the head of the hardware queue's list
+// (blk_flush_queue_rq), ahead of requests already waiting for a tag.
+func TestFlushSequenceWriteGoesFirst(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache, p.NCQ, p.QueueDepth = true, false, 1
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	tr := &rwbsLog{}
+	q.SetTracer(tr)
+	for i := range 3 {
+		latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: int64(i) * 1024, Bytes: 4 * KiB})
+	}
+	latencyOf(t, e, q, 1*us, &Bio{Op: OpWrite, Sector: 8192, Bytes: 4 * KiB, Sync: true, FUA: true})
+	run(t, e)
+	var issued []string
+	for _, l := range tr.lines {
+		if strings.HasPrefix(l, "D ") {
+			issued = append(issued, l)
+		}
+	}
+	assert.Equal(t, []string{"D W 0+8", "D WS 8192+8", "D W 1024+8", "D W 2048+8", "D FN 0+0"}, issued)
+}
+
+// A FUA write that fails ends with its error: no postflush is sent for it
+// and the error is not lost.
+func TestFailedFUAWriteKeepsItsError(t *testing.T) {
+	p := testHDDParams()
+	p.WriteCache = true
+	e := newEngine(t)
+	d, err := NewHDD(e, p)
+	require.NoError(t, err)
+	fd := NewFaultDevice(e, d, InjectorFunc(func(r *Request) error {
+		if r.Bytes > 0 {
+			return &InjectedError{Errno: syscall.EIO}
+		}
+		return nil
+	}))
+	q, err := NewQueue(e, fd, QueueOptions{})
+	require.NoError(t, err)
+	log := newBioLog(e)
+	b := &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true}
+	log.submitAt(q, 0, b)
+	run(t, e)
+	require.Len(t, log.ends[b], 1)
+	assert.ErrorIs(t, log.ends[b][0].Err, syscall.EIO)
+	assert.Zero(t, q.Stats().Flushes)
+	assert.Zero(t, q.Stats().InFlight)
+}

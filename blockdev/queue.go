@@ -449,11 +449,18 @@ func (q *Queue) flushSequence(b *Bio) {
 		q.waitFlush(r, fstepData)
 	} else {
 		r.seqPre, r.seqFUA = false, false
-		q.fq.dataInFlight++
-		h := &q.hwqs[r.HWQueue]
-		h.list = append(h.list, r)
+		q.dispatchFirst(r)
 	}
 	q.run()
+}
+
+// dispatchFirst puts a flush sequence's write at the head of its hardware
+// queue's list, as blk_flush_queue_rq puts the DATA step at the head of
+// the requeue list.
+func (q *Queue) dispatchFirst(r *Request) {
+	q.fq.dataInFlight++
+	h := &q.hwqs[r.HWQueue]
+	h.list = slices.Insert(h.list, 0, r)
 }
 
 // flushQueue is blk-flush's state (struct blk_flush_queue): at most one
@@ -539,9 +546,7 @@ func (q *Queue) flushDone(f *Request) {
 func (q *Queue) flushStep(w *Request, err error) {
 	if w.fstep == fstepData && err == nil {
 		w.seqPre, w.seqFUA = false, false
-		q.fq.dataInFlight++
-		h := &q.hwqs[w.HWQueue]
-		h.list = append(h.list, w)
+		q.dispatchFirst(w)
 		return
 	}
 	if w.fstep == fstepEnd && w.Bytes == 0 {

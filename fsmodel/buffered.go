@@ -183,6 +183,8 @@ func (fs *FS) Create(name string) (*File, error) {
 		return nil, fmt.Errorf("%w: no block left for the inode of %q", ErrNoSpace, name)
 	}
 	fs.buf.nextID++
+	fs.inums++
+	f.inum = fs.inums
 	fs.files[name] = f
 	fs.order = append(fs.order, f)
 	return f, nil
@@ -702,6 +704,13 @@ func (pb *pageBio) EndBio(bio *blockdev.Bio) {
 		p.EndWriteback()
 		b.wb.AccountWriteback(-1)
 	}
+	for _, f := range pb.files {
+		for _, p := range pb.pages {
+			if p.Inode() == f.ino() {
+				f.wbEnded++
+			}
+		}
+	}
 	if bio.Err != nil {
 		// The pages stay clean and uptodate: their data lives on in the
 		// cache until evicted, after which a read finds the device's
@@ -829,6 +838,7 @@ func (fs *FS) Writepages(t *sim.Task, ino writeback.Inode, wbc *writeback.Contro
 				blk := fs.allocBlock(t, f, p.Index())
 				p.SetWriteback()
 				b.wb.AccountWriteback(1)
+				f.wbStarted++
 				b.unlockPage(p)
 				if b.opt.Alloc == AllocLog {
 					fs.logAppend(plug, f, p, blk, sync)
@@ -1071,6 +1081,16 @@ func (f *File) waitWriteback(t *sim.Task) {
 	}
 }
 
+// waitWritebackStarted blocks t until as many of f's page writebacks have
+// ended as had started when it was called: the pages under writeback
+// then, not those a writer keeps adding (completions taken in order).
+func (f *File) waitWritebackStarted(t *sim.Task) {
+	target := f.wbStarted
+	for f.wbEnded < target && f.fs.buf.cache.InodeWritebackPages(f.ino()) > 0 {
+		f.wbWait.Wait(t)
+	}
+}
+
 // Fsync writes back the file's dirty pages and waits for them
 // (WB_SYNC_ALL), then on an AllocLog filesystem writes its dirty direct
 // nodes and waits for those, then flushes the device's volatile write
@@ -1109,14 +1129,16 @@ func (f *File) fsync(t *sim.Task, since *errSeq, datasync bool) error {
 	}
 	err := f.fs.buf.wb.Sync(t, f, writeback.SyncAll)
 	f.needIPU = false
+	if errno := f.wbErr.checkAndAdvance(since); errno != 0 {
+		// file_write_and_wait_range failed: ext4_sync_file,
+		// xfs_file_fsync and f2fs_do_sync_file return at once, with
+		// no node writes, commit or cache flush.
+		return fmt.Errorf("%s fsync: writeback failed: %w", f.name, errno)
+	}
 	if f.fs.tracksNodes() {
 		f.syncNodes(t, datasync)
 	}
-	err = f.syncMeta(t, datasync, err)
-	if errno := f.wbErr.checkAndAdvance(since); errno != 0 && err == nil {
-		err = fmt.Errorf("%s fsync: writeback failed: %w", f.name, errno)
-	}
-	return err
+	return f.syncMeta(t, datasync, err)
 }
 
 // syncMeta is fsync's end once the data is on the device: the journal

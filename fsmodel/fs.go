@@ -73,6 +73,8 @@ type FS struct {
 	// journal is the metadata journal (nil: none); its blocks count as
 	// allocated, and the bump allocator steps over them.
 	journal *journal
+	// inums is the last inode number given (File.inum).
+	inums int64
 }
 
 // New returns an empty filesystem on q.
@@ -217,6 +219,12 @@ type File struct {
 	// and i_datasync_tid).
 	extents              int64
 	syncTid, datasyncTid uint64
+	// inum is the file's inode number, in creation order from 1, for
+	// every file (id is set for buffered files only).
+	inum int64
+	// wbStarted and wbEnded count the file's pages set under writeback
+	// and those whose writeback ended.
+	wbStarted, wbEnded int64
 }
 
 // Open returns the file called name, creating it preallocated with size
@@ -263,6 +271,8 @@ func (fs *FS) Open(name string, size int64) (*File, error) {
 		return nil, err
 	}
 	fs.allocated += alloc / BlockSize
+	fs.inums++
+	f.inum = fs.inums
 	fs.files[name] = f
 	fs.order = append(fs.order, f)
 	return f, nil

@@ -126,7 +126,8 @@ type journal struct {
 	wake     sim.WaitQueue // the commit task waits here
 	done     sim.WaitQueue // fsyncs wait for commits here
 	timerGen uint64
-	timerOff bool // SetJournalTimer(false): no commit timer
+	timerOff bool     // SetJournalTimer(false): no commit timer
+	mounted  sim.Time // when the filesystem was made (xfs's worker period)
 	closed   bool
 	stats    JournalStats
 	ioWait   sim.Completion
@@ -209,7 +210,7 @@ func newJournal(fs *FS, opt JournalOptions) (*journal, error) {
 	} else {
 		start -= start % 16
 	}
-	j := &journal{fs: fs, opt: opt, start: start, size: size, nextTid: 1}
+	j := &journal{fs: fs, opt: opt, start: start, size: size, nextTid: 1, mounted: fs.e.Now()}
 	j.stats.Kind, j.stats.Start, j.stats.Length = opt.Kind, start, size
 	name := "jbd2/" + fs.q.Device().Name() + "-8"
 	if opt.Kind == XFSLog {
@@ -239,12 +240,19 @@ func (j *journal) handle() *txn {
 	return j.running
 }
 
-// armTimer sets the running transaction's commit timer, replacing any.
+// armTimer sets the running transaction's commit timer, replacing any:
+// jbd2 commits a transaction Interval after it starts (t_expires); xfs's
+// log worker runs every Interval from the mount and forces what it finds.
 func (j *journal) armTimer() {
 	j.timerGen++
-	if !j.timerOff {
-		j.fs.e.AfterDaemon(j.opt.Interval, journalTimer{j}, j.timerGen)
+	if j.timerOff {
+		return
 	}
+	d := j.opt.Interval
+	if j.opt.Kind == XFSLog {
+		d -= time.Duration(j.fs.e.Now()-j.mounted) % d
+	}
+	j.fs.e.AfterDaemon(d, journalTimer{j}, j.timerGen)
 }
 
 // SetJournalTimer turns the journal's commit timer on (the default) or
@@ -286,10 +294,20 @@ const (
 	xlogExtent     = 16
 )
 
+// inodeKey is what logging f's inode changes: on xfs the inode's own log
+// item; on ext4 its inode table block, which holds 16 inodes (256 bytes
+// each), so files made one after another share it.
+func (j *journal) inodeKey(f *File) metaKey {
+	if j.opt.Kind == XFSLog {
+		return metaKey{metaInode, f.inum}
+	}
+	return metaKey{metaInode, f.inum / 16}
+}
+
 // touch logs f's inode for a time change (file_update_time), at most
 // once per tick; fsync (not fdatasync) then has to commit it.
 func (j *journal) touch(f *File) {
-	if j == nil || j.closed {
+	if j == nil || j.closed || j.err != nil {
 		return
 	}
 	tick := j.tick()
@@ -298,7 +316,7 @@ func (j *journal) touch(f *File) {
 	}
 	f.inode.mtimeTick = tick
 	tx := j.handle()
-	tx.add(metaKey{metaInode, int64(f.id)}, xlogInodeItem)
+	tx.add(j.inodeKey(f), xlogInodeItem)
 	f.syncTid = tx.tid
 }
 
@@ -309,12 +327,17 @@ func (j *journal) touch(f *File) {
 // tree leaf once the file has more extents than its inode holds. fsync
 // and fdatasync both commit it.
 func (j *journal) allocated(f *File, blk int64, converted bool) {
-	if j == nil || j.closed {
+	if j == nil || j.closed || j.err != nil {
 		return
 	}
 	tx := j.handle()
 	inode := int64(xlogInodeItem + xlogOpHeader + xlogExtent*min(f.extents, 4))
-	tx.add(metaKey{metaInode, int64(f.id)}, inode)
+	tx.add(j.inodeKey(f), inode)
+	if j.opt.Ordered && (len(tx.ordered) == 0 || tx.ordered[len(tx.ordered)-1] != f) {
+		// EXT4_MAP_NEW: the data goes before the commit (conversions
+		// of unwritten blocks too).
+		tx.ordered = append(tx.ordered, f)
+	}
 	if !converted {
 		group := blk / 32768 // an ext4 block group; xfs AGs hold several
 		if j.opt.Kind == XFSLog {
@@ -326,13 +349,10 @@ func (j *journal) allocated(f *File, blk int64, converted bool) {
 		} else {
 			tx.add(metaKey{metaGroup, group / 64}, 1) // 64 descriptors per block
 		}
-		if j.opt.Ordered && (len(tx.ordered) == 0 || tx.ordered[len(tx.ordered)-1] != f) {
-			tx.ordered = append(tx.ordered, f)
-		}
 	}
 	if f.extents > 4 {
 		// The leaf holding the file's last extent (about 340 per leaf).
-		tx.add(metaKey{metaLeaf, int64(f.id)<<20 | (f.extents-1)/340}, xlogBufferItem)
+		tx.add(metaKey{metaLeaf, f.inum<<20 | (f.extents-1)/340}, xlogBufferItem)
 	}
 	f.syncTid, f.datasyncTid = tx.tid, tx.tid
 }
@@ -345,12 +365,16 @@ func (j *journal) allocated(f *File, blk int64, converted bool) {
 // (jbd2_trans_will_send_data_barrier: not when the commit had already
 // sent its commit block), and the journal's error.
 func (j *journal) commitFor(t *sim.Task, f *File, datasync bool) (flushed bool, err error) {
+	if j.err != nil {
+		// Aborted (jbd2) or shut down (xfs): every sync fails at once.
+		return false, j.err
+	}
 	tid := f.syncTid
 	if datasync {
 		tid = f.datasyncTid
 	}
 	if tid <= j.committed || j.closed {
-		return false, j.err
+		return false, nil
 	}
 	flushed = !(j.committing != nil && j.committing.tid == tid && j.committing.flushSent)
 	if j.running != nil && j.running.tid == tid && j.requested < tid {
@@ -395,9 +419,16 @@ func (j *journal) run(t *sim.Task) {
 func (j *journal) commit(t *sim.Task) {
 	tx := j.running
 	j.running, j.committing = nil, tx
+	if j.err != nil {
+		// An aborted journal writes nothing (its handles fail).
+		j.committed, j.committing = tx.tid, nil
+		j.done.WakeAll()
+		return
+	}
 	for _, f := range tx.ordered {
-		// journal_finish_inode_data_buffers: the allocated data first.
-		f.waitWriteback(t)
+		// journal_finish_inode_data_buffers: the allocated data first,
+		// as far as it is under writeback when the commit starts.
+		f.waitWritebackStarted(t)
 	}
 	var err error
 	if j.opt.Kind == JBD2 {
@@ -412,17 +443,12 @@ func (j *journal) commit(t *sim.Task) {
 		}
 		j.stats.Blocks += blocks + 1
 	} else {
-		// One log record: its header and the items, in basic blocks
-		// rounded to the device's logical block.
-		bytes := int64(512 + 2*xlogOpHeader)
+		var payload int64 = 2 * xlogOpHeader // start and commit records
 		for _, k := range tx.keys {
-			bytes += tx.items[k]
+			payload += tx.items[k]
 		}
-		lbs := int64(j.fs.q.Limits().LogicalBlockSize)
-		bytes = (bytes + lbs - 1) / lbs * lbs
-		blocks := (bytes + BlockSize - 1) / BlockSize
-		tx.flushSent = true
-		err = j.writeRecord(t, bytes)
+		var blocks int64
+		blocks, err = j.writeCheckpoint(t, tx, payload)
 		j.stats.Blocks += blocks
 	}
 	j.stats.Commits++
@@ -454,25 +480,60 @@ func (j *journal) write(t *sim.Task, n int64, commit bool) error {
 	return j.wait(t)
 }
 
-// writeRecord writes one xfs log record of bytes at the head, in two
-// bios where it wraps the log's end (the first with the PREFLUSH, the
-// last with the FUA), and waits for it.
-func (j *journal) writeRecord(t *sim.Task, bytes int64) error {
+// iclogSize is xfs's in-core log buffer size (logbsize, 32 KiB by
+// default): a checkpoint larger than one iclog spans several, each with
+// a 512-byte record header.
+const iclogSize = 32 << 10
+
+// writeCheckpoint writes an xfs checkpoint of payload bytes as iclogs at
+// the log's head, each rounded up to the device's logical block: all but
+// the last plain (REQ_META|REQ_SYNC), waited for, then the last, which
+// holds the commit record, with REQ_PREFLUSH|REQ_FUA (its flush covers
+// the others). It returns the blocks written and the first error.
+func (j *journal) writeCheckpoint(t *sim.Task, tx *txn, payload int64) (int64, error) {
+	lbs := int64(j.fs.q.Limits().LogicalBlockSize)
+	per := int64(iclogSize - 512)
+	n := (payload + per - 1) / per
+	var blocks int64
+	iclog := func(i int64) int64 {
+		b := 512 + min(per, payload-i*per)
+		b = (b + lbs - 1) / lbs * lbs
+		blocks += (b + BlockSize - 1) / BlockSize
+		return b
+	}
+	if n > 1 {
+		j.begin(0)
+		for i := range n - 1 {
+			j.logWrite(iclog(i), false)
+		}
+		if err := j.wait(t); err != nil {
+			return blocks, err
+		}
+	}
+	tx.flushSent = true
+	j.begin(0)
+	j.logWrite(iclog(n-1), true)
+	return blocks, j.wait(t)
+}
+
+// logWrite submits one iclog of bytes at the log's head, in two bios
+// where it wraps the log's end (commit: the first with the PREFLUSH, the
+// last with the FUA), and moves the head past it, to a block boundary.
+func (j *journal) logWrite(bytes int64, commit bool) {
 	at := j.head * BlockSize
 	room := j.size*BlockSize - at
 	parts := [][2]int64{{at, min(bytes, room)}}
 	if bytes > room {
 		parts = append(parts, [2]int64{0, bytes - room})
 	}
-	j.begin(len(parts))
 	for i, p := range parts {
 		b := j.bio(p[0]/BlockSize, p[1])
-		b.Flush, b.FUA = i == 0, i == len(parts)-1
+		b.Flush, b.FUA = commit && i == 0, commit && i == len(parts)-1
+		j.ioLeft++
 		j.fs.q.Submit(b)
 	}
 	end := (at + bytes) % (j.size * BlockSize)
 	j.head = (end + BlockSize - 1) / BlockSize % j.size
-	return j.wait(t)
 }
 
 // begin starts a batch of n journal bios.

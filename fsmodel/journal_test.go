@@ -45,10 +45,13 @@ func (l *journalTrace) Trace(ev *blockdev.TraceEvent) {
 	}
 }
 
-func newJournalStack(t *testing.T, kind JournalKind, capBytes int64, dev blockdev.Device, fault blockdev.Injector) *journalStack {
+func newJournalStack(t *testing.T, kind JournalKind, capBytes int64, mkDev func(*sim.Engine) blockdev.Device, fault blockdev.Injector) *journalStack {
 	t.Helper()
 	e := sim.New(sim.Options{Seed: 1, Host: sim.Host{CPUs: 8, WakeLatency: 2 * time.Microsecond}})
-	if dev == nil {
+	var dev blockdev.Device
+	if mkDev != nil {
+		dev = mkDev(e)
+	} else {
 		dev = blockdev.NewMemDevice(e, blockdev.MemParams{Capacity: capBytes, LogicalBlockSize: 4096, MaxHWSectorsKB: 512, QueueDepth: 32, Latency: 50 * time.Microsecond, MBps: 800})
 	}
 	if fault != nil {
@@ -149,8 +152,29 @@ func TestJBD2ConcurrentFsyncsShareCommits(t *testing.T) {
 	}
 	require.NoError(t, s.e.Run(-1))
 	st := s.fs.JournalStats()
-	assert.GreaterOrEqual(t, st.Commits, int64(1))
-	assert.LessOrEqual(t, st.Commits, int64(3), "commits are batched")
+	// All wrote in one tick: one transaction, one commit of a descriptor,
+	// two inode table blocks (inodes 1-15 and 16), a bitmap, a group
+	// descriptor and the commit block.
+	assert.Equal(t, int64(1), st.Commits)
+	assert.Equal(t, int64(6), st.Blocks)
+
+	// Staggered over a disk's slow commits: an fsync that comes while a
+	// commit runs waits for it, then shares the next one.
+	s = newJournalStack(t, JBD2, 1<<30, testHDD, nil)
+	s.fs.SetJournalTimer(false)
+	for i := range n {
+		f, err := s.fs.Open(fmt.Sprintf("f%d", i), 1<<20)
+		require.NoError(t, err)
+		s.e.Go(fmt.Sprintf("w%d", i), func(tk *sim.Task) {
+			tk.Sleep(time.Duration(i) * time.Millisecond)
+			require.NoError(t, f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: uint32(i + 1), Seq: 1}))
+			require.NoError(t, f.Fsync(tk))
+		})
+	}
+	require.NoError(t, s.e.Run(-1))
+	st = s.fs.JournalStats()
+	assert.Greater(t, st.Commits, int64(1))
+	assert.LessOrEqual(t, st.Commits, int64(n/3), "each commit carries several fsyncs")
 }
 
 // A change nothing syncs is committed by the transaction's timer (commit=5s
@@ -266,4 +290,162 @@ func TestJournalWriteErrorAborts(t *testing.T) {
 		assert.ErrorContains(t, err, "journal aborted")
 	}
 	assert.True(t, errors.Is(errs[0], blockdev.ErrInjected))
+}
+
+// testHDD is a 1 GB disk with a write cache, for the flush paths.
+func testHDD(e *sim.Engine) blockdev.Device {
+	d, err := blockdev.NewHDD(e, blockdev.HDDParams{Name: "sda", Capacity: 1 << 30, LogicalBlockSize: 512, MaxHWSectorsKB: 1024,
+		QueueDepth: 32, NCQ: true, RPM: 7200, TrackToTrack: time.Millisecond, AverageSeek: 8 * time.Millisecond, FullStroke: 16 * time.Millisecond,
+		OuterMBps: 200, InnerMBps: 100, HostMBps: 550, WriteCache: true, WriteCacheSize: 8 << 20})
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// emptyFlushes counts the empty REQ_PREFLUSH bios queued (fsync's own
+// cache flushes, not those of a commit).
+type emptyFlushes struct {
+	n       int
+	journal *journalTrace
+}
+
+func (c *emptyFlushes) Trace(ev *blockdev.TraceEvent) {
+	if ev.Action == blockdev.TraceQueue && ev.Flush && ev.Bytes == 0 {
+		c.n++
+	}
+	c.journal.Trace(ev)
+}
+
+// jbd2_trans_will_send_data_barrier: an fsync whose transaction is being
+// committed relies on the commit block's flush only if that block has not
+// been sent yet; once it has, the fsync flushes the cache itself.
+func TestJBD2FsyncDuringCommitFlushesItself(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sent     bool // wait until the commit block is out
+		ownFlush int
+	}{{"while the metadata is written", false, 0}, {"after the commit block was sent", true, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newJournalStack(t, JBD2, 1<<30, testHDD, nil)
+			count := &emptyFlushes{journal: s.log}
+			s.q.SetTracer(count)
+			a, err := s.fs.Open("a", 1<<20)
+			require.NoError(t, err)
+			b, err := s.fs.Open("b", 1<<20)
+			require.NoError(t, err)
+			var errA, errB error
+			s.e.Go("a", func(tk *sim.Task) {
+				require.NoError(t, a.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1}))
+				require.NoError(t, b.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 2}))
+				errA = a.Fsync(tk) // commits the transaction holding both
+			})
+			s.e.Go("b", func(tk *sim.Task) {
+				j := s.fs.journal
+				for i := 0; i < 10000 && (j.committing == nil || j.committing.flushSent != tc.sent); i++ {
+					tk.Sleep(5 * time.Microsecond)
+				}
+				require.NotNil(t, j.committing, "the fsync runs during the commit")
+				errB = b.Fsync(tk)
+			})
+			require.NoError(t, s.e.Run(-1))
+			require.NoError(t, errA)
+			require.NoError(t, errB)
+			assert.Equal(t, int64(1), s.fs.JournalStats().Commits)
+			assert.Equal(t, tc.ownFlush, count.n, "fsync's own empty flushes")
+		})
+	}
+}
+
+// data=ordered: a commit waits for the data of the files whose blocks it
+// allocated, as far as it was under writeback when the commit started;
+// without it (dioread_nolock) the commit does not wait.
+func TestJBD2OrderedCommitWaitsForData(t *testing.T) {
+	for _, ordered := range []bool{false, true} {
+		t.Run(fmt.Sprint("ordered=", ordered), func(t *testing.T) {
+			s := newJournalStack(t, JBD2, 1<<30, nil, nil)
+			s.fs.journal.opt.Ordered = ordered
+			a, err := s.fs.Open("a", 1<<20)
+			require.NoError(t, err)
+			b, err := s.fs.Create("b")
+			require.NoError(t, err)
+			var endedAtSync, startedAtSync int64
+			s.e.Go("b", func(tk *sim.Task) {
+				require.NoError(t, b.BufferedWrite(tk, 0, 16<<20, blockdev.Stamp{Writer: 1, Seq: 1}))
+			})
+			s.e.Go("a", func(tk *sim.Task) {
+				for b.wbStarted < 16<<20/4096 {
+					tk.Sleep(100 * time.Microsecond) // b's writeback is all submitted
+				}
+				require.NoError(t, a.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 2, Seq: 1}))
+				require.NoError(t, a.Fsync(tk)) // the transaction that allocated b's blocks
+				startedAtSync, endedAtSync = b.wbStarted, b.wbEnded
+			})
+			require.NoError(t, s.e.Run(-1))
+			if ordered {
+				assert.Equal(t, startedAtSync, endedAtSync, "a's commit waited for b's data")
+			} else {
+				assert.Less(t, endedAtSync, startedAtSync, "a's commit did not wait")
+			}
+		})
+	}
+}
+
+// A failed writeback makes fsync return its error at once, as
+// file_write_and_wait_range's failure does: no commit and no flush.
+func TestFsyncAfterWritebackErrorReturnsAtOnce(t *testing.T) {
+	var s *journalStack
+	fail := blockdev.InjectorFunc(func(r *blockdev.Request) error {
+		if r.Bytes > 0 && !s.fs.journal.inJournal(r.Sector*blockdev.SectorSize/BlockSize) {
+			return &blockdev.InjectedError{Errno: syscall.EIO}
+		}
+		return nil
+	})
+	s = newJournalStack(t, JBD2, 1<<30, testHDD, fail)
+	s.fs.SetJournalTimer(false) // no later commit of the allocation
+	count := &emptyFlushes{journal: s.log}
+	s.q.SetTracer(count)
+	f, err := s.fs.Create("a")
+	require.NoError(t, err)
+	var serr error
+	s.run(t, func(tk *sim.Task) {
+		require.NoError(t, f.BufferedWrite(tk, 0, 64<<10, blockdev.Stamp{Writer: 1, Seq: 1}))
+		serr = f.Fsync(tk)
+	})
+	assert.ErrorIs(t, serr, syscall.EIO)
+	assert.Zero(t, s.fs.JournalStats().Commits)
+	assert.Zero(t, count.n)
+	assert.Zero(t, s.q.Stats().Flushes)
+}
+
+// xfs on a disk with a write cache: the log write carries PREFLUSH, FUA
+// and META (blkparse's FWFSM); a checkpoint larger than an iclog is
+// several log writes, the last with the flags.
+func TestXFSLogWritesOnACachedDisk(t *testing.T) {
+	s := newJournalStack(t, XFSLog, 1<<30, testHDD, nil)
+	var queued []string
+	s.q.SetTracer(tracerFunc(func(ev *blockdev.TraceEvent) {
+		if ev.Action == blockdev.TraceQueue && ev.Meta {
+			queued = append(queued, fmt.Sprintf("flush=%v fua=%v %d", ev.Flush, ev.FUA, ev.Bytes))
+		}
+	}))
+	var files []*File
+	for i := range 200 {
+		f, err := s.fs.Open(fmt.Sprint("f", i), 64<<10)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	s.run(t, func(tk *sim.Task) {
+		require.NoError(t, files[0].DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1}))
+		require.NoError(t, files[0].Fsync(tk))
+		for _, f := range files {
+			require.NoError(t, f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 2}))
+		}
+		require.NoError(t, files[0].Fsync(tk))
+	})
+	assert.Equal(t, []string{
+		"flush=true fua=true 1024",
+		"flush=false fua=false 32768",
+		"flush=true fua=true 19968", // 200 inode items of 256 bytes, in two iclogs
+	}, queued)
 }

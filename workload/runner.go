@@ -662,7 +662,9 @@ func mulDiv(a, b, c int64) int64 {
 // fill_device job's file takes the space the others leave), checks the
 // regions and opens the files.
 func (r *runState) layoutFiles(lbs int64) error {
-	devCap := r.fsys.Queue().Device().Capacity()
+	// Percentages are of the space files may hold (the device less any
+	// journal).
+	devCap := r.fsys.DataCapacity()
 	type fileReq struct {
 		size int64
 		job  *job
