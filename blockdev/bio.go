@@ -83,10 +83,11 @@ type Bio struct {
 	// cache the flag is dropped, as submit_bio_noacct drops it.
 	Flush bool
 	// FUA is REQ_FUA on a write with data: the bio completes only once
-	// its data is on stable media. No device here advertises FUA, so on
-	// a device with a volatile cache the queue follows the data with a
-	// cache flush (blk-flush's REQ_FSEQ_POSTFLUSH); without one the flag
-	// is dropped. Traced as blkparse's "F" after the direction.
+	// its data is on stable media. On a device with a volatile cache the
+	// device does it if it advertises FUA (Limits.FUA), else the queue
+	// follows the data with a cache flush (blk-flush's
+	// REQ_FSEQ_POSTFLUSH); without a volatile cache the flag is dropped.
+	// Traced as blkparse's "F" after the direction.
 	FUA bool
 	// Meta is REQ_META: filesystem metadata (blkparse's "M"). It changes
 	// no scheduling or merging here.
@@ -134,16 +135,20 @@ type Request struct {
 	Rahead bool
 	Flush  bool
 	Meta   bool
+	// FUA is REQ_FUA on a write sent to a device whose Limits have FUA:
+	// the device completes it once its data is on stable media.
+	FUA bool
 
 	// The flush sequence (blk-flush) of an empty flush or a PREFLUSH or
 	// FUA write: fstep is what the request does once the flush it waits
 	// for completes; post says the write, once done, waits for a
 	// postflush that ends its bios; seqPre and seqFUA are the bio's
 	// PREFLUSH and FUA, traced until the write is issued; inSeq marks a
-	// write that bypassed the scheduler.
-	fstep          uint8
-	post, inSeq    bool
-	seqPre, seqFUA bool
+	// write that bypassed the scheduler; seqData one that a waiting flush
+	// holds back for (blk-flush's flush_data_in_flight).
+	fstep                uint8
+	post, inSeq, seqData bool
+	seqPre, seqFUA       bool
 
 	segs     int       // scatter-gather segments of its bios
 	noMerge  bool      // holds a split-off piece: never merged into

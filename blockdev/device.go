@@ -57,6 +57,12 @@ type Limits struct {
 	// flush at once, as the kernel drops REQ_PREFLUSH on queues without
 	// QUEUE_FLAG_WC.
 	VolatileCache bool
+	// FUA says the device honours REQ_FUA on writes (only with a
+	// VolatileCache): such a write (Request.FUA) completes once its data
+	// is on stable media. The kernel sends FUA to SATA disks since 6.2
+	// (libata's fua default) and to NVMe drives with a volatile cache;
+	// without it the queue follows a FUA write with a flush.
+	FUA bool
 }
 
 // Completer is told by a device when a request has finished.

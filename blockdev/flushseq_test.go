@@ -44,62 +44,102 @@ func (l *rwbsLog) Trace(ev *TraceEvent) {
 	l.lines = append(l.lines, fmt.Sprintf("%s %s %d+%d", ev.Action.Letter(), b.String(), ev.Sector, ev.Bytes/SectorSize))
 }
 
+// noFUA is a device that does not advertise FUA.
+type noFUA struct{ Device }
+
+func (d noFUA) Limits() Limits {
+	l := d.Device.Limits()
+	l.FUA = false
+	return l
+}
+
 // Mechanism (blk-flush): a PREFLUSH|FUA write on a disk with a write
-// cache and no FUA is a flush, then the data, then a flush; the bio
-// completes with the last. The data bypasses the scheduler and is never
-// merged; the flushes count as flushes, the data as one write.
+// cache is a flush, then the write with FUA (written through to the
+// platter); on a disk without FUA, a flush, the write, then a flush, the
+// bio completing with the last. The write bypasses the scheduler and is
+// never merged; the flushes count as flushes, the write as one write.
 func TestPreflushFUAWriteSequence(t *testing.T) {
-	for _, sched := range []string{SchedNone, SchedMQDeadline, SchedCFQ} {
-		t.Run(sched, func(t *testing.T) {
-			p := testHDDParams()
-			p.WriteCache = true
-			e := newEngine(t)
-			d, err := NewHDD(e, p)
-			require.NoError(t, err)
-			q, err := NewQueue(e, d, QueueOptions{Scheduler: sched})
-			require.NoError(t, err)
-			tr := &rwbsLog{}
-			q.SetTracer(tr)
-			w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
-			// Adjacent to the first write: it would merge if allowed.
-			c := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Sector: 128, Bytes: 4 * KiB, Stamp: Stamp{2, 1},
-				Sync: true, Flush: true, FUA: true})
-			plain := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Flush: true, Sync: true})
-			run(t, e)
-			assert.Greater(t, c(), plain()-10*us, "the commit write ends after a flush of its own")
-			assert.Greater(t, c(), w())
-			st := q.Stats()
-			assert.Equal(t, uint64(3), st.Flushes, "one empty flush, a preflush and a postflush")
-			assert.Equal(t, [2]uint64{0, 2}, st.IOs)
-			assert.Equal(t, map[int64]uint64{64 * KiB: 1, 4 * KiB: 1}, st.DispatchedSizes[OpWrite], "never merged")
-			assert.Equal(t, uint64(2), d.Destages, "the data written under the postflush is destaged too")
-			got := strings.Join(tr.lines, "\n")
-			assert.Contains(t, got, "Q FWFS 128+8\nG FWFS 128+8", "queued with both flags")
-			assert.Contains(t, got, "D WS 128+8", "issued without them (stripped as blk_insert_flush does)")
-			// The data is issued only after its preflush completed, and
-			// completes before its postflush is issued.
-			iData := strings.Index(got, "D WS 128+8")
-			iPre := strings.LastIndex(got[:iData], "C FN 0+0")
-			require.GreaterOrEqual(t, iPre, 0, got)
-			assert.Contains(t, got[iData:], "C WS 128+8\nD FN 0+0")
-			assert.Equal(t, Stamp{2, 1}, d.Stamps().Read(nil, 128, 8)[0].Stamp)
-		})
+	for _, fua := range []bool{true, false} {
+		for _, sched := range []string{SchedNone, SchedMQDeadline, SchedCFQ} {
+			t.Run(fmt.Sprintf("fua=%v/%s", fua, sched), func(t *testing.T) {
+				p := testHDDParams()
+				p.WriteCache = true
+				e := newEngine(t)
+				d, err := NewHDD(e, p)
+				require.NoError(t, err)
+				var dev Device = d
+				if !fua {
+					dev = noFUA{d}
+				}
+				q, err := NewQueue(e, dev, QueueOptions{Scheduler: sched})
+				require.NoError(t, err)
+				tr := &rwbsLog{}
+				q.SetTracer(tr)
+				w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
+				// Adjacent to the first write: it would merge if allowed.
+				c := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Sector: 128, Bytes: 4 * KiB, Stamp: Stamp{2, 1},
+					Sync: true, Flush: true, FUA: true})
+				plain := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Flush: true, Sync: true})
+				run(t, e)
+				assert.Greater(t, c(), plain()-10*us, "the commit write ends after a flush of its own")
+				assert.Greater(t, c(), w())
+				st := q.Stats()
+				assert.Equal(t, [2]uint64{0, 2}, st.IOs)
+				assert.Equal(t, map[int64]uint64{64 * KiB: 1, 4 * KiB: 1}, st.DispatchedSizes[OpWrite], "never merged")
+				got := strings.Join(tr.lines, "\n")
+				assert.Contains(t, got, "Q FWFS 128+8\nG FWFS 128+8", "queued with both flags")
+				data := "D WS 128+8" // PREFLUSH and FUA stripped as blk_insert_flush does
+				if fua {
+					data = "D WFS 128+8" // PREFLUSH stripped, FUA kept
+				}
+				iData := strings.Index(got, data)
+				require.GreaterOrEqual(t, iData, 0, got)
+				// The write is issued only after its preflush completed.
+				require.GreaterOrEqual(t, strings.LastIndex(got[:iData], "C FN 0+0"), 0, got)
+				if fua {
+					assert.Equal(t, uint64(2), st.Flushes, "the empty flush and the preflush")
+					assert.Equal(t, uint64(1), d.Destages, "the FUA write skipped the cache")
+					assert.NotContains(t, got[iData:], "D FN")
+				} else {
+					assert.Equal(t, uint64(3), st.Flushes, "the empty flush, a preflush and a postflush")
+					assert.Equal(t, uint64(2), d.Destages, "the data written under the postflush is destaged too")
+					assert.Contains(t, got[iData:], "C WS 128+8\nD FN 0+0")
+				}
+				assert.Equal(t, Stamp{2, 1}, d.Stamps().Read(nil, 128, 8)[0].Stamp)
+			})
+		}
 	}
 }
 
-// A FUA write without PREFLUSH goes straight to the hardware queue and is
-// followed by a flush; no flush goes before it.
+// A FUA write without PREFLUSH goes straight to the hardware queue: to a
+// disk that honours FUA with the flag (no flush at all), else followed by
+// a flush; no flush goes before it.
 func TestFUAWriteIsFollowedByAFlush(t *testing.T) {
-	p := testHDDParams()
-	p.WriteCache = true
-	e := newEngine(t)
-	_, q := newTestHDD(t, e, p)
-	tr := &rwbsLog{}
-	q.SetTracer(tr)
-	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true, Meta: true})
-	run(t, e)
-	assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WSM 64+8", "C WSM 64+8", "D FN 0+0", "C FN 0+0"}, tr.lines)
-	assert.Equal(t, uint64(1), q.Stats().Flushes)
+	for _, fua := range []bool{true, false} {
+		p := testHDDParams()
+		p.WriteCache = true
+		e := newEngine(t)
+		d, err := NewHDD(e, p)
+		require.NoError(t, err)
+		var dev Device = d
+		if !fua {
+			dev = noFUA{d}
+		}
+		q, err := NewQueue(e, dev, QueueOptions{})
+		require.NoError(t, err)
+		tr := &rwbsLog{}
+		q.SetTracer(tr)
+		latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true, Meta: true})
+		run(t, e)
+		if fua {
+			assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WFSM 64+8", "C WFSM 64+8"}, tr.lines)
+			assert.Zero(t, q.Stats().Flushes)
+			assert.Zero(t, d.Destages, "written through, not destaged")
+			continue
+		}
+		assert.Equal(t, []string{"Q WFSM 64+8", "G WFSM 64+8", "D WSM 64+8", "C WSM 64+8", "D FN 0+0", "C FN 0+0"}, tr.lines)
+		assert.Equal(t, uint64(1), q.Stats().Flushes)
+	}
 }
 
 // Without a volatile cache the flags are dropped before the bio is
@@ -187,7 +227,10 @@ func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
 	p := testHDDParams()
 	p.WriteCache = true
 	e := newEngine(t)
-	_, q := newTestHDD(t, e, p)
+	d, err := NewHDD(e, p)
+	require.NoError(t, err)
+	q, err := NewQueue(e, noFUA{d}, QueueOptions{})
+	require.NoError(t, err)
 	w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true})
 	f := latencyOf(t, e, q, 1*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
 	run(t, e)
@@ -201,7 +244,10 @@ func TestFlushSequenceWriteGoesFirst(t *testing.T) {
 	p := testHDDParams()
 	p.WriteCache, p.NCQ, p.QueueDepth = true, false, 1
 	e := newEngine(t)
-	_, q := newTestHDD(t, e, p)
+	d, err := NewHDD(e, p)
+	require.NoError(t, err)
+	q, err := NewQueue(e, noFUA{d}, QueueOptions{})
+	require.NoError(t, err)
 	tr := &rwbsLog{}
 	q.SetTracer(tr)
 	for i := range 3 {

@@ -403,7 +403,7 @@ func (d *HDD) Capacity() int64 { return d.p.Capacity }
 // Limits returns the device's limits.
 func (d *HDD) Limits() Limits {
 	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: true,
-		VolatileCache: d.p.WriteCache}
+		VolatileCache: d.p.WriteCache, FUA: d.p.WriteCache}
 }
 
 // Attach sets the completer.
@@ -470,7 +470,9 @@ func (d *HDD) arrive(slot int) {
 		return
 	}
 	d.invalidate(r.Sector, r.Sectors())
-	if !d.p.WriteCache {
+	if !d.p.WriteCache || r.FUA {
+		// Written through to the platter (a FUA write completes once
+		// its data is there).
 		d.enqueue(slot, r)
 		return
 	}

@@ -184,6 +184,7 @@ type NVMe struct {
 	// completed and held those that arrived behind a flush.
 	streamEnd sim.Time
 	flushq    []nvmeFlush
+	fuaq      []nvmeFlush // FUA writes waiting for their programs
 	hostCmds  int
 	held      heldCommands
 
@@ -221,7 +222,7 @@ func (d *NVMe) Capacity() int64 { return d.p.Capacity }
 // Limits returns the device's limits.
 func (d *NVMe) Limits() Limits {
 	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth,
-		VolatileCache: d.p.VolatileCache}
+		VolatileCache: d.p.VolatileCache, FUA: d.p.VolatileCache}
 }
 
 // Attach sets the completer.
@@ -287,11 +288,16 @@ func (d *NVMe) Fire(arg uint64) {
 		end := d.reserveLink(r.Bytes)
 		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
 	case nvmeComplete:
-		r := d.slots.take(slot)
-		transferData(d.store, r)
-		d.hostCmds--
-		d.c.CompleteRequest(r)
-		d.checkFlushes()
+		if r := d.slots.get(slot); r.FUA && r.Op == OpWrite {
+			// A FUA write completes once its data is programmed: the
+			// partly filled unit it ends in is padded, and it waits
+			// as a flush would (a queued command: nothing is held).
+			d.padUnit()
+			d.fuaq = append(d.fuaq, nvmeFlush{slot: slot, target: d.admitted / d.unit, notBefore: d.streamEnd})
+			d.checkFlushes()
+			return
+		}
+		d.finish(slot)
 	case nvmeProgramDone:
 		d.progs[slot]--
 		d.bufUsed -= d.unit
@@ -350,13 +356,40 @@ func (d *NVMe) startFlush(f *nvmeFlush) {
 	f.target, f.notBefore = d.admitted/d.unit, d.streamEnd
 }
 
-// checkFlushes starts and completes the waiting flushes in order. A flush
+// finish completes the command in slot: its data reaches the store.
+func (d *NVMe) finish(slot int) {
+	r := d.slots.take(slot)
+	transferData(d.store, r)
+	d.hostCmds--
+	d.c.CompleteRequest(r)
+	d.checkFlushes()
+}
+
+// checkFUAs completes the FUA writes whose data is programmed, in order.
+func (d *NVMe) checkFUAs() {
+	for len(d.fuaq) > 0 {
+		f := d.fuaq[0]
+		if d.unitsDone < f.target {
+			return
+		}
+		if now := d.e.Now(); now < f.notBefore {
+			d.e.At(f.notBefore, d, nvmeFlushCheck)
+			return
+		}
+		d.fuaq = d.fuaq[:copy(d.fuaq, d.fuaq[1:])]
+		d.finish(f.slot)
+	}
+}
+
+// checkFlushes completes the FUA writes that are done (checkFUAs), then
+// starts and completes the waiting flushes in order. A flush
 // starts at arrival (on a sata-ssd once no command before it is
 // outstanding: startFlush); it completes once every buffered unit of the
 // data admitted before it has been programmed and any streamed write
 // before it has ended, and on a sata-ssd then lets the commands held
 // behind it arrive.
 func (d *NVMe) checkFlushes() {
+	d.checkFUAs()
 	for len(d.flushq) > 0 {
 		f := &d.flushq[0]
 		if f.target < 0 {

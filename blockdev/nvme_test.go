@@ -424,3 +424,30 @@ func TestFlashPartialUnitMakesRoom(t *testing.T) {
 	run(t, e)
 	assert.Greater(t, big(), p.ProgramTime, "it waited for the padded unit's program")
 }
+
+// A flash device with a volatile buffer honours FUA (the nvme driver
+// sets it with a volatile write cache): a FUA write completes once its
+// data is programmed (its partly filled unit padded), a plain one from
+// the buffer; a later plain write is not held behind it.
+func TestFlashFUAWriteWaitsForItsProgram(t *testing.T) {
+	for _, kind := range []string{"nvme", "sata-ssd"} {
+		p := testNVMeParams()
+		p.VolatileCache, p.Kind = true, kind
+		if kind == "sata-ssd" {
+			p.QueueDepth, p.HostMBps = 32, 550
+		}
+		e := newEngine(t)
+		_, q := newTestNVMe(t, e, p)
+		require.True(t, q.Limits().FUA)
+		fua := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 4096, Stamp: Stamp{1, 1}, Sync: true, FUA: true})
+		plain := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Sector: 4096, Bytes: 4096, Stamp: Stamp{2, 1}})
+		run(t, e)
+		assert.GreaterOrEqual(t, fua(), p.ProgramTime, kind)
+		assert.Less(t, plain(), 100*us, "%s: not held", kind)
+		assert.Zero(t, q.Stats().Flushes, kind)
+	}
+	p := testNVMeParams()
+	e := newEngine(t)
+	_, q := newTestNVMe(t, e, p)
+	assert.False(t, q.Limits().FUA, "no volatile buffer: no FUA")
+}

@@ -430,7 +430,7 @@ func (q *Queue) submitFlush(b *Bio) {
 	q.traceBio(TraceQueue, b, 0)
 	q.tick()
 	r := q.requestFor(b)
-	r.Flush, r.Sync = false, true
+	r.Sync = true
 	q.waitFlush(r, fstepEnd)
 	q.run()
 }
@@ -438,18 +438,24 @@ func (q *Queue) submitFlush(b *Bio) {
 // flushSequence is blk_insert_flush for a write with data and PREFLUSH
 // or FUA on a device with a volatile cache: its request (G), never
 // merged, bypasses the plug and the scheduler; a PREFLUSH makes it wait
-// for the next flush request before it is issued; FUA, which no device
-// here advertises, makes it wait for a flush after it, and the bio
-// completes when that does.
+// for the next flush request before it is issued; FUA goes to a device
+// that honours it, else makes the write wait for a flush after it, and
+// the bio completes when that does.
 func (q *Queue) flushSequence(b *Bio) {
 	q.tick()
 	r := q.requestFor(b)
-	r.inSeq, r.post = true, b.FUA
+	r.inSeq, r.post, r.FUA = true, b.FUA && !q.limits.FUA, b.FUA && q.limits.FUA
 	if b.Flush {
 		q.waitFlush(r, fstepData)
-	} else {
+	} else if r.post {
 		r.seqPre, r.seqFUA = false, false
 		q.dispatchFirst(r)
+	} else {
+		// FUA alone, which the device honours: no flush to sequence,
+		// straight to the hardware queue (blk_mq_request_bypass_insert).
+		r.seqPre, r.seqFUA = false, false
+		h := &q.hwqs[r.HWQueue]
+		h.list = append(h.list, r)
 	}
 	q.run()
 }
@@ -459,6 +465,7 @@ func (q *Queue) flushSequence(b *Bio) {
 // the requeue list.
 func (q *Queue) dispatchFirst(r *Request) {
 	q.fq.dataInFlight++
+	r.seqData = true
 	h := &q.hwqs[r.HWQueue]
 	h.list = slices.Insert(h.list, 0, r)
 }
@@ -550,7 +557,9 @@ func (q *Queue) flushStep(w *Request, err error) {
 		return
 	}
 	if w.fstep == fstepEnd && w.Bytes == 0 {
-		// blk_update_request traces the empty flush's own completion.
+		// blk_update_request traces the empty flush's own completion,
+		// its PREFLUSH stripped by blk_insert_flush.
+		w.seqPre = false
 		q.traceDone(w, err)
 	}
 	q.stats.InFlight--
@@ -631,8 +640,8 @@ func (q *Queue) requestFor(b *Bio) *Request {
 	r.Op, r.Sector, r.Bytes, r.Err = b.Op, b.Sector, b.Bytes, nil
 	r.Bios = append(r.Bios[:0], b)
 	r.Issuer, r.Sync, r.NoIdle, r.Rahead, r.Meta = b.Issuer, b.Sync, b.NoIdle, b.Rahead, b.Meta
-	r.Flush = b.Flush && b.Bytes == 0
-	r.seqPre, r.seqFUA, r.fstep, r.post, r.inSeq = b.Flush && b.Bytes > 0, b.FUA, 0, false, false
+	r.Flush, r.FUA = false, false
+	r.seqPre, r.seqFUA, r.fstep, r.post, r.inSeq = b.Flush, b.FUA, 0, false, false
 	r.segs, r.noMerge = bioSegments(b), b.noMerge || b.Flush || b.FUA
 	r.HWQueue = q.hwqOf(b.Issuer)
 	r.Queued = q.e.Now()
@@ -829,8 +838,11 @@ func (q *Queue) CompleteRequest(r *Request) {
 		q.stats.D2C[op] += time.Duration(now - r.Started)
 		q.stats.Q2C[op] += time.Duration(now - b.Submitted)
 	}
-	if r.inSeq {
+	if r.seqData {
+		r.seqData = false
 		q.fq.dataInFlight--
+	}
+	if r.inSeq {
 		if r.post && r.Err == nil {
 			// FUA without device support: the bios end with a flush
 			// after the write.
@@ -872,7 +884,7 @@ func (q *Queue) traceDone(r *Request, err error) {
 	if r.Flush {
 		op, sync = flushTraceOp, false
 	}
-	q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: op, Sync: sync, Rahead: r.Rahead, Flush: r.Flush, Meta: r.Meta, Sector: r.Sector, Bytes: r.Bytes,
+	q.tev = TraceEvent{Time: q.e.Now(), Action: TraceComplete, Op: op, Sync: sync, Rahead: r.Rahead, Flush: r.Flush, FUA: r.FUA, Meta: r.Meta, Sector: r.Sector, Bytes: r.Bytes,
 		PID: r.Issuer.PID, Comm: r.Issuer.Comm, CPU: r.Issuer.CPU, Error: errno}
 	q.tracer.Trace(&q.tev)
 }
@@ -886,7 +898,7 @@ func (q *Queue) freeRequest(r *Request) {
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
 	r.Tag = -1
-	r.fstep, r.post, r.inSeq = 0, false, false
+	r.fstep, r.post, r.inSeq, r.seqData = 0, false, false, false
 	q.free = append(q.free, r)
 }
 
@@ -967,7 +979,7 @@ func (q *Queue) traceReq(a TraceAction, r *Request, extra uint64) {
 		if r.Flush {
 			op, sync = flushTraceOp, false
 		}
-		q.trace(a, op, sync, r.Rahead, r.Flush || r.seqPre, r.seqFUA, r.Meta, r.Sector, r.Bytes, r.Issuer, extra)
+		q.trace(a, op, sync, r.Rahead, r.Flush || r.seqPre, r.seqFUA || r.FUA, r.Meta, r.Sector, r.Bytes, r.Issuer, extra)
 	}
 }
 
