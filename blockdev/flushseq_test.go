@@ -53,6 +53,23 @@ func (d noFUA) Limits() Limits {
 	return l
 }
 
+// cachedHDD builds the test disk from p with its write cache on and a
+// queue on it; without fua the queue sees a disk that does not advertise
+// FUA.
+func cachedHDD(t *testing.T, e *sim.Engine, p HDDParams, fua bool, opt QueueOptions) (*HDD, *Queue) {
+	t.Helper()
+	p.WriteCache = true
+	d, err := NewHDD(e, p)
+	require.NoError(t, err)
+	var dev Device = d
+	if !fua {
+		dev = noFUA{d}
+	}
+	q, err := NewQueue(e, dev, opt)
+	require.NoError(t, err)
+	return d, q
+}
+
 // Mechanism (blk-flush): a PREFLUSH|FUA write on a disk with a write
 // cache is a flush, then the write with FUA (written through to the
 // platter); on a disk without FUA, a flush, the write, then a flush, the
@@ -62,17 +79,8 @@ func TestPreflushFUAWriteSequence(t *testing.T) {
 	for _, fua := range []bool{true, false} {
 		for _, sched := range []string{SchedNone, SchedMQDeadline, SchedCFQ} {
 			t.Run(fmt.Sprintf("fua=%v/%s", fua, sched), func(t *testing.T) {
-				p := testHDDParams()
-				p.WriteCache = true
 				e := newEngine(t)
-				d, err := NewHDD(e, p)
-				require.NoError(t, err)
-				var dev Device = d
-				if !fua {
-					dev = noFUA{d}
-				}
-				q, err := NewQueue(e, dev, QueueOptions{Scheduler: sched})
-				require.NoError(t, err)
+				d, q := cachedHDD(t, e, testHDDParams(), fua, QueueOptions{Scheduler: sched})
 				tr := &rwbsLog{}
 				q.SetTracer(tr)
 				w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
@@ -116,17 +124,8 @@ func TestPreflushFUAWriteSequence(t *testing.T) {
 // a flush; no flush goes before it.
 func TestFUAWriteIsFollowedByAFlush(t *testing.T) {
 	for _, fua := range []bool{true, false} {
-		p := testHDDParams()
-		p.WriteCache = true
 		e := newEngine(t)
-		d, err := NewHDD(e, p)
-		require.NoError(t, err)
-		var dev Device = d
-		if !fua {
-			dev = noFUA{d}
-		}
-		q, err := NewQueue(e, dev, QueueOptions{})
-		require.NoError(t, err)
+		d, q := cachedHDD(t, e, testHDDParams(), fua, QueueOptions{})
 		tr := &rwbsLog{}
 		q.SetTracer(tr)
 		latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true, Meta: true})
@@ -224,13 +223,8 @@ func TestConcurrentFlushesShareOne(t *testing.T) {
 // A flush waits while a flush-sequence write is in flight (up to
 // FLUSH_PENDING_TIMEOUT) so that it shares that write's postflush.
 func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
-	p := testHDDParams()
-	p.WriteCache = true
 	e := newEngine(t)
-	d, err := NewHDD(e, p)
-	require.NoError(t, err)
-	q, err := NewQueue(e, noFUA{d}, QueueOptions{})
-	require.NoError(t, err)
+	_, q := cachedHDD(t, e, testHDDParams(), false, QueueOptions{})
 	w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, FUA: true})
 	f := latencyOf(t, e, q, 1*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
 	run(t, e)
@@ -242,12 +236,9 @@ func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
 // (blk_flush_queue_rq), ahead of requests already waiting for a tag.
 func TestFlushSequenceWriteGoesFirst(t *testing.T) {
 	p := testHDDParams()
-	p.WriteCache, p.NCQ, p.QueueDepth = true, false, 1
+	p.NCQ, p.QueueDepth = false, 1
 	e := newEngine(t)
-	d, err := NewHDD(e, p)
-	require.NoError(t, err)
-	q, err := NewQueue(e, noFUA{d}, QueueOptions{})
-	require.NoError(t, err)
+	_, q := cachedHDD(t, e, p, false, QueueOptions{})
 	tr := &rwbsLog{}
 	q.SetTracer(tr)
 	for i := range 3 {

@@ -135,26 +135,20 @@ type journal struct {
 	ioErr    error
 }
 
-// ext2fs_default_journal_size: the journal's blocks for a filesystem of
-// n 4 KiB blocks (0: too small for one).
+// ext4JournalSteps is mke2fs's ext2fs_default_journal_size: a filesystem
+// of fewer than below 4 KiB blocks gets a journal of blocks (0: none).
+var ext4JournalSteps = []struct{ below, blocks int64 }{
+	{2048, 0}, {32768, 1024}, {256 << 10, 4096}, {512 << 10, 8192}, {4 << 20, 16384},
+	{8 << 20, 32768}, {16 << 20, 65536}, {32 << 20, 131072},
+}
+
+// ext4JournalBlocks is the journal's size in blocks for a filesystem of n
+// 4 KiB blocks (0: too small for one; at most 1 GiB).
 func ext4JournalBlocks(n int64) int64 {
-	switch {
-	case n < 2048:
-		return 0
-	case n < 32768:
-		return 1024
-	case n < 256*1024:
-		return 4096
-	case n < 512*1024:
-		return 8192
-	case n < 4096*1024:
-		return 16384
-	case n < 8192*1024:
-		return 32768
-	case n < 16384*1024:
-		return 65536
-	case n < 32768*1024:
-		return 131072
+	for _, st := range ext4JournalSteps {
+		if n < st.below {
+			return st.blocks
+		}
 	}
 	return 262144
 }
