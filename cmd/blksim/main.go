@@ -493,7 +493,8 @@ func cmdKeys(args []string, w io.Writer) error {
 
 // writeLayout prints each file's extents (file offset, device offset and
 // length in KiB), the "why" behind request sizes: an interleaved f2fs file
-// has one extent per page, a contiguous one a single extent.
+// has one extent per page, a contiguous one a single extent; then where
+// the journal lies, if the filesystem has one.
 func writeLayout(w io.Writer, fsys *fsmodel.FS) {
 	fmt.Fprintf(w, "\nFile layout (extents: file offset -> device offset, KiB):\n")
 	for _, f := range fsys.Files() {
@@ -513,6 +514,9 @@ func writeLayout(w io.Writer, fsys *fsmodel.FS) {
 		if nodes := f.NodeBlocks(); len(nodes) > 0 {
 			fmt.Fprintf(w, "    nodes: the inode and %d direct, %s\n", len(nodes)-1, nodeRuns(nodes))
 		}
+	}
+	if js := fsys.JournalStats(); js.Length > 0 {
+		fmt.Fprintf(w, "  journal (%s): device %d-%d\n", js.Kind, js.Start*fsmodel.BlockSize>>10, (js.Start+js.Length)*fsmodel.BlockSize>>10)
 	}
 }
 

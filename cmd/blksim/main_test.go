@@ -444,3 +444,18 @@ func TestFailedJobReportWrittenToOutput(t *testing.T) {
 	assert.Contains(t, r.stderr, "fio: io_u error on file f: No space left on device")
 	assert.Empty(t, r.stdout)
 }
+
+// --layout prints each file's extents after the results, then where the
+// journal lies (none without one).
+func TestRunLayout(t *testing.T) {
+	job := writeFile(t, "l.fio", "[j]\nrw=write\nbs=64k\nsize=1m\ndirect=1\n")
+	r := runCLI(t, nil, "run", "--layout", job)
+	require.Equal(t, 0, r.status, r.stderr)
+	i := strings.Index(r.stdout, "\nFile layout (extents: file offset -> device offset, KiB):\n  j.0.0: 1 extent\n           0 ->          0      1024\n")
+	require.GreaterOrEqual(t, i, 0, r.stdout)
+	assert.Regexp(t, `\n  journal \(jbd2\): device \d+-\d+\n`, r.stdout[i:])
+	r = runCLI(t, nil, "run", "--layout", "--set", "ext4.journal=false", job)
+	require.Equal(t, 0, r.status, r.stderr)
+	assert.Contains(t, r.stdout, "  j.0.0: 1 extent")
+	assert.NotContains(t, r.stdout, "journal (")
+}
