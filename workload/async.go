@@ -340,6 +340,9 @@ func (a *aioContext) commit() {
 	for i, u := range a.queued {
 		if i < submitted && !u.dropped {
 			u.issue = issue
+			if u.start >= a.j.statsFrom {
+				a.j.logSubmitted(u.dir, u.bs, u.off, int64(issue-u.start), issue)
+			}
 		} else {
 			u.dropped = false
 			a.put(u)
@@ -505,6 +508,7 @@ func (a *aioContext) account(u *ioUnit, now sim.Time) {
 		if !s.DisableLat {
 			d.Lat.Record(int64(now - u.start))
 		}
+		j.logDone(d, u.dir, u.bs, u.off, int64(now-u.start), int64(now-u.issue), now)
 	}
 	if j.countsAsIO(u.check) {
 		j.sampleDone(u.dir, u.bs, now)

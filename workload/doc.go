@@ -46,9 +46,14 @@
 // gtod_reduce, disable_lat, disable_clat, disable_slat, percentile_list
 // (sorted, printed with as many decimals as its most precise value, as
 // fio's), clat_percentiles
-// (lat_percentiles and slat_percentiles only as 0), and, as accepted
-// options that change nothing a simulation shows, disable_bw_measurement
-// (fio 3.33 still reports its bandwidth samples with it), clocksource (one
+// (lat_percentiles and slat_percentiles only as 0), fio's log files
+// (write_bw_log, write_lat_log, write_iops_log, write_hist_log,
+// log_avg_msec, log_max_value, log_offset, log_prio, per_job_logs,
+// log_hist_msec, log_hist_coarseness; see Logs below),
+// disable_bw_measurement (fio 3.33 still takes its interval bandwidth
+// samples with it; it stops a per-IO bandwidth log's), and, as accepted
+// options that change nothing a simulation shows, log_entries (a
+// log's first allocation), clocksource (one
 // simulated clock),
 // buffer_pattern, zero_buffers and scramble_buffers (data are stamps and
 // no device model looks at contents). Every other option,
@@ -132,6 +137,38 @@
 // asynchronous engine counts the units in use each time its loop submits
 // a batch, the IOs of each io_submit (or io_uring_enter) and the IOs of
 // each reap.
+//
+// # Logs
+//
+// A job with write_bw_log, write_lat_log, write_iops_log or
+// write_hist_log records fio 3.33's log files (Result.Logs; IOLog.WriteTo
+// gives their text, and the blksim command writes them when the run
+// ends). Their names are fio's: the option's value, or the job's name if
+// it has none, then _bw, _lat, _slat, _clat, _iops or _clat_hist, then
+// .N.log, N the job's number counting every job and clone of the run from
+// 1 (group_reporting changes nothing), or just .log with per_job_logs=0,
+// when the jobs of a name share one file. write_lat_log writes the lat,
+// slat and clat logs, but not those disable_lat, disable_slat or
+// disable_clat (or gtod_reduce) turn off; the slat log of a sync engine
+// is empty, as fio's. Each line is "TIME, VALUE, DIR, BS, PRIO" (after
+// BS the IO's offset with log_offset=1; PRIO is 0, or 0x0000 with
+// log_prio=1, as blksim models no IO priorities): TIME in whole ms since
+// the job's start (after ramp_time), latencies in ns, DIR 0 for reads
+// and 1 for writes (syncs are never logged). Without log_avg_msec every
+// IO whose latency is recorded (verify reads too) is an entry: its
+// latency, its IOPS (1), or its bandwidth, bytes times 10^6 over its
+// completion latency in ns; and, as in fio, the job's bandwidth (IOPS)
+// samples are then taken per IO too. With log_avg_msec each direction of
+// a latency log has windows of that many ms, each closed by the first
+// value at or past its end into one entry at that value's time (the
+// mean, rounded, or with log_max_value the largest; BS and offset 0),
+// the next starting at the last multiple of log_avg_msec, and what is
+// left becomes entries when the job ends; the bandwidth and IOPS logs
+// take the job's interval samples, log_avg_msec apart unless bwavgtime
+// (iopsavgtime) is given. The histogram log takes, per direction, an
+// entry every log_hist_msec: "TIME, DIR, BS, " and the completions since
+// the last entry in each of fio's 1856 latency buckets, 2^coarseness
+// buckets added up per column.
 //
 // A run is deterministic: the same stack, engine seed and jobs give the
 // same result.

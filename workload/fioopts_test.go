@@ -423,7 +423,7 @@ func TestParseNewOptionErrors(t *testing.T) {
 func TestUnknownOptionMessages(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"sync", "fio's sync: O_SYNC/O_DSYNC writes need a flush model"},
-		{"write_iops_log", "fio's write_iops_log: blksim writes no per-IO log files"},
+		{"log_compression", "fio's log_compression: fio's in-memory compression of its logs"},
 		{"cpus_allowed_policy", "fio's cpus_allowed_policy: CPU affinity is not modelled"},
 		{"hostname", "fio's hostname: an fio option blksim does not simulate"},
 		{"iodepht", `did you mean "iodepth"?`},

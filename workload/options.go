@@ -75,6 +75,9 @@ type option struct {
 	min, max int64
 	// expectText, if set, describes a good kindRaw or kindString value.
 	expectText string
+	// emptyOK lets a kindString option be given bare or empty (Raw is
+	// then ""), as fio's write_*_log options are.
+	emptyOK bool
 	// set stores v into js. It returns an error made by badValue or
 	// notModelled when the value is acceptable to fio but not to blksim,
 	// or is wrong in a way the kind cannot see.
@@ -458,6 +461,76 @@ var optionTable = []option{
 		js.IOPSAvgTime = time.Duration(v.Int) * time.Millisecond
 		return nil
 	}},
+	// fio's log files (iolog.go).
+	{name: "write_bw_log", kind: kindString, emptyOK: true, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.BW = LogRequest{Write: true, Name: v.Raw}
+		return nil
+	}},
+	{name: "write_lat_log", kind: kindString, emptyOK: true, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.Lat = LogRequest{Write: true, Name: v.Raw}
+		return nil
+	}},
+	{name: "write_iops_log", kind: kindString, emptyOK: true, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.IOPS = LogRequest{Write: true, Name: v.Raw}
+		return nil
+	}},
+	{name: "write_hist_log", kind: kindString, emptyOK: true, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.Hist = LogRequest{Write: true, Name: v.Raw}
+		return nil
+	}},
+	{name: "log_avg_msec", kind: kindInt, min: 0, max: math.MaxUint32, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.AvgMsec = v.Int
+		return nil
+	}},
+	{name: "log_max_value", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.MaxValue = v.Bool
+		return nil
+	}},
+	{name: "log_offset", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.Offset = v.Bool
+		return nil
+	}},
+	{name: "log_prio", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.Prio = v.Bool
+		return nil
+	}},
+	{name: "per_job_logs", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.Shared = !v.Bool
+		return nil
+	}},
+	{name: "log_hist_msec", kind: kindInt, min: 0, max: math.MaxUint32, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.HistMsec = v.Int
+		return nil
+	}},
+	// fio's help gives 0 to 6; fio's range check lets larger values
+	// through, which group more bins than a histogram has.
+	{name: "log_hist_coarseness", kind: kindInt, min: 0, max: 6, set: func(js *JobSpec, v optionValue) error {
+		js.Logs.HistCoarseness = int(v.Int)
+		return nil
+	}},
+	// How many entries fio allocates at first: the logs do not change.
+	{name: "log_entries", kind: kindInt, min: 1024, max: 1 << 20, set: func(*JobSpec, optionValue) error { return nil }},
+	{name: "log_store_compressed", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		if v.Bool {
+			return notModelled("log_store_compressed=1 is not modelled by blksim: it writes its logs as text, not as fio's compressed .fz files")
+		}
+		return nil
+	}},
+	{name: "log_unix_epoch", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		if v.Bool {
+			return notModelled("log_unix_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")
+		}
+		return nil
+	}},
+	{name: "log_alternate_epoch", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		if v.Bool {
+			return notModelled("log_alternate_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")
+		}
+		return nil
+	}},
+	// Only read with log_unix_epoch or log_alternate_epoch, which blksim
+	// rejects.
+	{name: "log_alternate_epoch_clock_id", kind: kindInt, min: 0, max: math.MaxUint32, set: func(*JobSpec, optionValue) error { return nil }},
 	{name: "percentile_list", kind: kindRaw, expectText: "percentages from 0 to 100 separated by ':', at most 20", set: func(js *JobSpec, v optionValue) error {
 		ps, prec, err := parsePercentiles(v.Raw)
 		if err != nil {
@@ -510,7 +583,7 @@ var optionTable = []option{
 	// str_gtod_reduce_cb); 0 leaves the other options alone.
 	{name: "gtod_reduce", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
 		if v.Bool {
-			js.DisableLat, js.DisableClat, js.DisableSlat = true, true, true
+			js.DisableLat, js.DisableClat, js.DisableSlat, js.DisableBW = true, true, true, true
 			js.NoClatPercentiles = true
 		}
 		return nil
@@ -527,9 +600,13 @@ var optionTable = []option{
 		js.DisableSlat = v.Bool
 		return nil
 	}},
-	// fio 3.33 still takes and reports its bandwidth and IOPS samples
-	// with disable_bw_measurement (and gtod_reduce) set: nothing changes.
-	{name: "disable_bw_measurement", aliases: []string{"disable_bw"}, kind: kindBool, set: func(*JobSpec, optionValue) error { return nil }},
+	// fio 3.33 still takes and reports its interval bandwidth and IOPS
+	// samples with disable_bw_measurement (and gtod_reduce) set; only
+	// the per-IO samples of a per-IO bandwidth log stop.
+	{name: "disable_bw_measurement", aliases: []string{"disable_bw"}, kind: kindBool, set: func(js *JobSpec, v optionValue) error {
+		js.DisableBW = v.Bool
+		return nil
+	}},
 	{name: "clat_percentiles", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
 		js.NoClatPercentiles = !v.Bool
 		return nil
@@ -686,7 +763,7 @@ func (o *option) apply(js *JobSpec, kb *int64, raw string, bare bool) error {
 		}
 		v.Bool = n == 1
 	default:
-		if bare || raw == "" {
+		if (bare || raw == "") && !o.emptyOK {
 			return badValue(raw, "a value is required: %s", o.expect())
 		}
 	}

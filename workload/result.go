@@ -50,7 +50,13 @@ type DirStats struct {
 	// direction completed, each the interval's bytes (IOs) times 1000 over
 	// its length in ms, cut to an integer (and to KiB). Reads a verify
 	// phase does to check data are not counted, nor an interval that
-	// ended after the job last issued IO, as fio samples neither.
+	// ended after the job last issued IO, as fio samples neither. With
+	// write_bw_log (write_iops_log) and log_avg_msec the interval is
+	// log_avg_msec unless bwavgtime (iopsavgtime) is given; without
+	// log_avg_msec fio samples per IO instead, and so does blksim: each
+	// IO whose latency is recorded, verify reads included, is a sample,
+	// its bytes times 10^6 over its completion latency in ns (an IOPS
+	// sample is 1).
 	BW, IOPS RateSamples
 }
 
@@ -479,6 +485,14 @@ type Result struct {
 	// Journal holds the filesystem journal's figures of a run that
 	// committed to it (nil otherwise, or if the caller did not fill it).
 	Journal *fsmodel.JournalStats
+	// Logs are the jobs' log files (write_bw_log, write_lat_log,
+	// write_iops_log, write_hist_log), in the order fio 3.33 writes them:
+	// the logs it writes as each job ends, in the order the jobs ended,
+	// then the interval bandwidth and IOPS logs (those with log_avg_msec)
+	// in job order. Logs with one Path (per_job_logs=0) make one file,
+	// their text in this order. Run only records them; writing them is
+	// the caller's.
+	Logs []*IOLog
 	// GlobalOptions are the run's [global] and command-line options
 	// (JobSpec.GlobalOptions of its last job, which has them all but those
 	// of a [global] section after every job): fio's JSON "global

@@ -121,6 +121,8 @@ type runState struct {
 	// integ is the atomicity oracle (integrity.go); nil if no file is both
 	// read and written by the run's jobs, or RunOptions turned it off.
 	integ *oracle
+	// endOrder are the jobs that have ended, in the order they ended.
+	endOrder []*job
 }
 
 // stopReason says why a job's IO loop ended.
@@ -175,6 +177,8 @@ type job struct {
 	stamp  blockdev.Stamp
 	// samplers take the job's rate samples.
 	samplers rateSamplers
+	// logs are the job's log files (nil if it writes none).
+	logs *jobLogs
 
 	// How much one loop does, and the unit random offsets are multiples
 	// of without the random map (alignUnit).
@@ -296,6 +300,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 				j.svc.rng = rand.New(rand.NewPCG(seed^0xe7037ed1a0b428db, e.Seed()*0x8ebc6af09c88c6e3+uint64(id)+1))
 			}
 			j.stamp.Writer = uint32(id + 1)
+			j.logs = newJobLogs(s, id)
 			r.jobs = append(r.jobs, j)
 			byName[s.Name] = append(byName[s.Name], j)
 			groupJobs++
@@ -336,6 +341,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 		ios += j.res.Read.IOs + j.res.Write.IOs
 	}
 	res.Groups = groupResults(r.jobs)
+	res.Logs = r.collectLogs()
 	for _, j := range r.jobs {
 		res.Integrity.Merge(&j.res.Integrity)
 	}
@@ -1488,6 +1494,7 @@ func (j *job) syncPhase(t *sim.Task) stopReason {
 			if !j.spec.DisableLat {
 				d.Lat.Record(lat)
 			}
+			j.logDone(d, io.dir, io.bs, off, lat, lat, end)
 		}
 		j.ios++ // verify reads too: fio's number_ios counts them
 		if j.countsAsIO(io.check) {

@@ -35,6 +35,10 @@ type rateSampler struct {
 	cur      int64  // the interval being filled
 	n        uint64 // bytes or IOs completed in it
 	out      *RateSamples
+	// log, if set, takes each sample as an entry of direction dir at
+	// its interval's end (an interval bandwidth or IOPS log).
+	log *IOLog
+	dir uint8
 	// pend is the rate of a closed interval waiting for the job to show
 	// it still ran at pendEnd; hasPend says there is one.
 	pend    uint64
@@ -67,8 +71,17 @@ func (s *rateSampler) add(now sim.Time, n uint64) {
 // ended by then counts.
 func (s *rateSampler) issue(now sim.Time) {
 	if s.hasPend && now >= s.pendEnd && (s.deadline < 0 || now < s.deadline) {
-		s.out.Add(s.pend)
+		s.emit(s.pend, s.pendEnd)
 		s.hasPend = false
+	}
+}
+
+// emit takes sample v of the interval that ended at end.
+func (s *rateSampler) emit(v uint64, end sim.Time) {
+	s.out.Add(v)
+	if s.log != nil {
+		ms := uint64(end-s.start) / uint64(time.Millisecond)
+		s.log.Entries = append(s.log.Entries, LogEntry{TimeMS: ms, Value: v, Dir: s.dir})
 	}
 }
 
@@ -78,7 +91,7 @@ func (s *rateSampler) issue(now sim.Time) {
 // completed in it, becomes the pending sample.
 func (s *rateSampler) close(now sim.Time) {
 	if s.hasPend && s.pendEnd <= now && (s.deadline < 0 || s.pendEnd < s.deadline) {
-		s.out.Add(s.pend)
+		s.emit(s.pend, s.pendEnd)
 	}
 	s.hasPend = false
 	if s.n == 0 {
@@ -109,10 +122,10 @@ func (s *rateSampler) finish(end sim.Time) {
 		return
 	}
 	if s.hasPend && s.pendEnd < end {
-		s.out.Add(s.pend)
+		s.emit(s.pend, s.pendEnd)
 	}
 	if s.n > 0 && s.intervalEnd() < end {
-		s.out.Add(s.rate())
+		s.emit(s.rate(), s.intervalEnd())
 	}
 	s.hasPend = false
 	s.n = 0
@@ -122,12 +135,41 @@ func (s *rateSampler) finish(end sim.Time) {
 // rateSamplers are a job's samplers: bandwidth and IOPS, per direction.
 type rateSamplers [2]struct{ bw, iops rateSampler }
 
-// start starts the job's samplers at from (when its statistics start).
+// startSamplers starts the job's samplers at from (when its statistics
+// start). With a bandwidth (IOPS) log the samples are the log's entries
+// too; with a per-IO one they are taken per IO instead (logDone). As in
+// fio, log_avg_msec is the interval of a job with such a log when
+// bwavgtime (iopsavgtime) is not given. The log's own window, the
+// shorter of the two, is then never longer than the interval, so each
+// sample closes one and is an entry, at the interval's end.
 func (j *job) startSamplers(from sim.Time) {
 	s := j.spec
+	bwAvg, iopsAvg := s.BWAvgTime, s.IOPSAvgTime
+	var bwLog, iopsLog *IOLog
+	if l := j.logs; l != nil {
+		avg := time.Duration(s.Logs.AvgMsec) * time.Millisecond
+		if l.bw != nil && !l.perIOBW {
+			bwLog = l.bw.log
+			if bwAvg == 0 {
+				bwAvg = avg
+			}
+		}
+		if l.iops != nil && !l.perIOIOPS {
+			iopsLog = l.iops.log
+			if iopsAvg == 0 {
+				iopsAvg = avg
+			}
+		}
+	}
 	for dir, d := range [2]*DirStats{&j.res.Read, &j.res.Write} {
-		j.samplers[dir].bw.init(from, s.BWAvgTime, true, j.deadline, &d.BW)
-		j.samplers[dir].iops.init(from, s.IOPSAvgTime, false, j.deadline, &d.IOPS)
+		if l := j.logs; l == nil || !l.perIOBW {
+			j.samplers[dir].bw.init(from, bwAvg, true, j.deadline, &d.BW)
+			j.samplers[dir].bw.log, j.samplers[dir].bw.dir = bwLog, uint8(dir)
+		}
+		if l := j.logs; l == nil || !l.perIOIOPS {
+			j.samplers[dir].iops.init(from, iopsAvg, false, j.deadline, &d.IOPS)
+			j.samplers[dir].iops.log, j.samplers[dir].iops.dir = iopsLog, uint8(dir)
+		}
 	}
 }
 

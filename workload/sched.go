@@ -86,6 +86,8 @@ func (j *job) end(t *sim.Task) {
 		j.r.fsys.SetJournalTimer(false)
 	}
 	j.res.Ended = int64(t.Now() - j.r.start)
+	j.finishLogs(t.Now())
+	j.r.endOrder = append(j.r.endOrder, j)
 	ct := t.CPUTimes()
 	j.res.CPU = CPUUsage{User: ct.User, Sys: ct.Sys, Ctx: ct.Voluntary + ct.Involuntary, Runtime: j.res.Runtime}
 	if j.spec.ExitAllOnError && j.res.Error != 0 {

@@ -341,6 +341,14 @@ type JobSpec struct {
 	// bandwidth and IOPS samples (DirStats.BW and IOPS); 0 means fio's
 	// default, 500 ms.
 	BWAvgTime, IOPSAvgTime time.Duration
+	// DisableBW is fio's disable_bw_measurement (disable_bw), which
+	// gtod_reduce=1 sets too. fio 3.33 takes its interval bandwidth
+	// samples all the same; it only stops the per-IO bandwidth samples
+	// (and log entries) of a write_bw_log job without log_avg_msec.
+	DisableBW bool
+	// Logs are fio's log file options: write_bw_log, write_lat_log,
+	// write_iops_log, write_hist_log and the options that shape them.
+	Logs LogOptions
 	// StartDelay is fio's startdelay=: the job starts this long after the
 	// run does, a range [min, max] from which each clone draws its own.
 	StartDelay [2]time.Duration

@@ -192,6 +192,17 @@ func threshold(p float64, n uint64) uint64 {
 	return max(s, 1)
 }
 
+// NumBuckets is the number of buckets a Histogram keeps, fio's
+// FIO_IO_U_PLAT_NR (the bins of a clat histogram log line).
+const NumBuckets = bucketCount
+
+// BucketIndex returns the bucket, 0 to NumBuckets-1, in which a latency of
+// ns nanoseconds is counted (negative values count as zero), as fio's
+// plat_val_to_idx picks it.
+func BucketIndex(ns int64) int {
+	return bucketIndex(uint64(max(ns, 0)))
+}
+
 // bucketIndex maps a value to its bucket, as fio's plat_val_to_idx.
 func bucketIndex(v uint64) int {
 	msb := bits.Len64(v) - 1 // -1 for v == 0
