@@ -144,23 +144,41 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		}
 		return nil
 	}
-	target, special, err := outputTarget(path)
+	st, err := stageFile(path, data)
+	if err == nil {
+		err = st.commit()
+	}
 	if err != nil {
 		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	return nil
+}
+
+// stagedFile is a file's new contents written under a temporary name in
+// the directory of the file they replace (target), waiting to be renamed
+// over it.
+type stagedFile struct{ tmp, target string }
+
+// stageFile writes data to a temporary file (mode 0644) beside the file
+// path names: path itself, or the regular file a symbolic link at path
+// points to (outputTarget). An existing file that is not a regular file
+// (a device, a FIFO) cannot be replaced: data is written to it in place
+// at once, and the result is nil. On error nothing is left behind.
+func stageFile(path string, data []byte) (st *stagedFile, err error) {
+	target, special, err := outputTarget(path)
+	if err != nil {
+		return nil, err
 	}
 	if special {
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return fmt.Errorf("--output %s: %w", path, err)
+			return nil, err
 		}
 		_, err = f.Write(data)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return fmt.Errorf("--output %s: %w", path, err)
-		}
-		return nil
+		return nil, err
 	}
 	dir, base := filepath.Split(target)
 	if dir == "" {
@@ -168,28 +186,47 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
 	if err != nil {
-		return fmt.Errorf("--output %s: %w", path, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			err = fmt.Errorf("--output %s: %w", path, err)
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		return err
+		return nil, err
 	}
 	if err = tmp.Sync(); err != nil {
-		return err
+		return nil, err
 	}
 	if err = tmp.Chmod(0o644); err != nil {
-		return err
+		return nil, err
 	}
 	if err = tmp.Close(); err != nil {
+		return nil, err
+	}
+	return &stagedFile{tmp: tmp.Name(), target: target}, nil
+}
+
+// commit renames the staged file over its target (nothing to do for
+// nil, a file written in place).
+func (s *stagedFile) commit() error {
+	if s == nil {
+		return nil
+	}
+	if err := os.Rename(s.tmp, s.target); err != nil {
+		os.Remove(s.tmp)
 		return err
 	}
-	return os.Rename(tmp.Name(), target)
+	return nil
+}
+
+// abort removes the staged file, leaving its target as it was.
+func (s *stagedFile) abort() {
+	if s != nil {
+		os.Remove(s.tmp)
+	}
 }
 
 // overlayEnv returns a ${VAR} lookup that finds vars first and then base

@@ -48,7 +48,9 @@ var cleanFailure = regexp.MustCompile(`^blksim: (\S+\.fio):(\d+): option "([^"]+
 // no other failure. A file stopped only by buffered IO (fio's default) must
 // run with --direct=1 added.
 func TestFioExamplesCorpus(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(fioExamplesDir, "*.fio"))
+	dir, err := filepath.Abs(fioExamplesDir)
+	require.NoError(t, err)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.fio"))
 	require.NoError(t, err)
 	if len(paths) == 0 {
 		t.Skipf("no fio examples in %s", fioExamplesDir)
@@ -68,7 +70,10 @@ func TestFioExamplesCorpus(t *testing.T) {
 			name := filepath.Base(path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				status, stdout, msg := runChild(t, exe, "run", "--runtime=100ms", "--size=16m", path)
+				// Each runs in a directory of its own: the log files
+				// of examples with write_bw_log and the like go there.
+				cwd := t.TempDir()
+				status, stdout, msg := runChild(t, exe, cwd, "run", "--runtime=100ms", "--size=16m", path)
 				assert.NotContains(t, msg, "internal error", "a panic")
 				assert.NotContains(t, msg, "goroutine ", "a panic")
 				switch status {
@@ -94,7 +99,7 @@ func TestFioExamplesCorpus(t *testing.T) {
 					}
 					// Buffered IO is what stops it: with --direct=1 it
 					// must run.
-					status, stdout, msg := runChild(t, exe, "run", "--runtime=100ms", "--size=16m", "--direct=1", path)
+					status, stdout, msg := runChild(t, exe, cwd, "run", "--runtime=100ms", "--size=16m", "--direct=1", path)
 					assert.Equal(t, exitOK, status, "with --direct=1: %s", msg)
 					assert.Contains(t, stdout, "Run status group 0")
 					mu.Lock()
@@ -117,7 +122,8 @@ func TestFioExamplesCorpus(t *testing.T) {
 	// running.
 	for _, n := range []string{
 		"aio-read.fio", "basic-verify.fio", "fixed-rate-submission.fio", "iometer-file-access-server.fio",
-		"jesd219.fio", "poisson-rate-submission.fio", "rand-zones.fio", "ssd-test.fio", "tiobench-example.fio",
+		"jesd219.fio", "poisson-rate-submission.fio", "rand-zones.fio", "ssd-steadystate.fio", "ssd-test.fio",
+		"tiobench-example.fio",
 	} {
 		if _, err := os.Stat(filepath.Join(fioExamplesDir, n)); err == nil {
 			assert.True(t, ran[n], "%s: %s", n, failed[n])
@@ -126,13 +132,15 @@ func TestFioExamplesCorpus(t *testing.T) {
 }
 
 // runChild runs the blksim command (this test binary, see init) with args
-// within corpusTimeout and returns its exit status, stdout and stderr.
-func runChild(t *testing.T, exe string, args ...string) (int, string, string) {
+// in directory dir within corpusTimeout and returns its exit status,
+// stdout and stderr.
+func runChild(t *testing.T, exe, dir string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), corpusTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append(os.Environ(), childEnv+"=1", "BLKSIM_DETERMINISTIC=1")
+	cmd.Dir = dir
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -27,7 +27,11 @@
 // (testdata/experiments/*/published.toml) and compares them with the
 // published numbers; calibrate measures a real target and writes a device
 // profile fitted to it. --output FILE writes the output to FILE,
-// atomically, once it is complete. Bad input exits with status 2 and one message naming
+// atomically, once it is complete. run also writes the log files of jobs
+// with fio's write_bw_log, write_lat_log, write_iops_log or
+// write_hist_log, under fio's names, once the run is over: all of them or
+// none (a log file that cannot be written is bad input, found before the
+// run). Bad input exits with status 2 and one message naming
 // the file and line, or the key; a failed run exits 1, as does a reproduce
 // run with a row outside its tolerance.
 package main
@@ -281,6 +285,11 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if err != nil {
 		return usageError{err}
 	}
+	// A log file that cannot be written is bad input, found before the
+	// run.
+	if err := workload.CheckLogFiles(specs, logPathChecker()); err != nil {
+		return usageError{err}
+	}
 	st, err := stack.Build(cfg, *seed)
 	if err != nil {
 		return usageError{err}
@@ -361,8 +370,14 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	if jobErr == nil {
 		jobErr = realRunError(st)
 	}
+	// The log files (write_bw_log, ...), as fio writes them for failed
+	// jobs too; the report is written even if they cannot be.
+	logErr := writeLogs(res.Logs)
 	if err := emit(stdout, *output, out.Bytes()); err != nil {
 		return err
+	}
+	if logErr != nil {
+		return logErr
 	}
 	return jobErr
 }
