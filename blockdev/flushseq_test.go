@@ -54,11 +54,14 @@ func (d noFUA) Limits() Limits {
 }
 
 // cachedHDD builds the test disk from p with its write cache on and a
-// queue on it; without fua the queue sees a disk that does not advertise
-// FUA.
+// queue on it; with fua it has NCQ (libata gives FUA to NCQ drives),
+// without it the queue sees a disk that does not advertise FUA.
 func cachedHDD(t *testing.T, e *sim.Engine, p HDDParams, fua bool, opt QueueOptions) (*HDD, *Queue) {
 	t.Helper()
 	p.WriteCache = true
+	if fua {
+		p.NCQ = true
+	}
 	d, err := NewHDD(e, p)
 	require.NoError(t, err)
 	var dev Device = d
@@ -233,7 +236,8 @@ func TestFlushWaitsForAFUAWriteInFlight(t *testing.T) {
 }
 
 // A flush sequence's write goes to the head of the hardware queue's list
-// (blk_flush_queue_rq), ahead of requests already waiting for a tag.
+// (blk_flush_queue_rq), ahead of requests already waiting for a tag, and
+// so does a flush request (blk_mq_insert_request).
 func TestFlushSequenceWriteGoesFirst(t *testing.T) {
 	p := testHDDParams()
 	p.NCQ, p.QueueDepth = false, 1
@@ -252,7 +256,8 @@ func TestFlushSequenceWriteGoesFirst(t *testing.T) {
 			issued = append(issued, l)
 		}
 	}
-	assert.Equal(t, []string{"D W 0+8", "D WS 8192+8", "D W 1024+8", "D W 2048+8", "D FN 0+0"}, issued)
+	// Its postflush too: flush requests go first as well.
+	assert.Equal(t, []string{"D W 0+8", "D WS 8192+8", "D FN 0+0", "D W 1024+8", "D W 2048+8"}, issued)
 }
 
 // A FUA write that fails ends with its error: no postflush is sent for it
@@ -279,4 +284,65 @@ func TestFailedFUAWriteKeepsItsError(t *testing.T) {
 	assert.ErrorIs(t, log.ends[b][0].Err, syscall.EIO)
 	assert.Zero(t, q.Stats().Flushes)
 	assert.Zero(t, q.Stats().InFlight)
+}
+
+// A flush held back while a flush-sequence write is in flight goes out
+// when that write completes, even when the write needs no flush after it
+// (a PREFLUSH|FUA write on a disk that honours FUA).
+func TestHeldFlushGoesWhenTheWriteCompletes(t *testing.T) {
+	e := newEngine(t)
+	_, q := cachedHDD(t, e, testHDDParams(), true, QueueOptions{})
+	w := latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 64, Bytes: 4 * KiB, Sync: true, Flush: true, FUA: true})
+	// Sent once the write is on the disk (the preflush of an idle
+	// cache ends at once).
+	f := latencyOf(t, e, q, 2*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	run(t, e)
+	assert.GreaterOrEqual(t, 2*us+f(), w(), "held until the write completed")
+	assert.Equal(t, uint64(2), q.Stats().Flushes, "the preflush and the held flush")
+}
+
+// Each hardware queue has its own flush queue: flushes sent from CPUs of
+// different hardware queues do not share a flush request.
+func TestFlushQueuePerHardwareQueue(t *testing.T) {
+	p := testNVMeParams()
+	p.VolatileCache = true
+	e := newEngine(t)
+	d, err := NewNVMe(e, p)
+	require.NoError(t, err)
+	q, err := NewQueue(e, d, QueueOptions{HWQueues: 2})
+	require.NoError(t, err)
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 4096, Stamp: Stamp{1, 1}})
+	for i := range 4 {
+		latencyOf(t, e, q, time.Duration(10+i)*us, &Bio{Op: OpWrite, Flush: true, Sync: true, Issuer: Issuer{CPU: i % 2}})
+	}
+	run(t, e)
+	// Per hardware queue: the first flush, then one shared by the second.
+	assert.Equal(t, uint64(4), q.Stats().Flushes)
+}
+
+// The flush request's time in diskstats counts from its kick, not from
+// when its first waiter was queued (blk_rq_init at blk_kick_flush).
+func TestFlushTicksCountFromTheKick(t *testing.T) {
+	e := newEngine(t)
+	_, q := cachedHDD(t, e, testHDDParams(), false, QueueOptions{})
+	latencyOf(t, e, q, 0, &Bio{Op: OpWrite, Sector: 0, Bytes: 64 * KiB, Stamp: Stamp{1, 1}})
+	f1 := latencyOf(t, e, q, 10*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	f2 := latencyOf(t, e, q, 20*us, &Bio{Op: OpWrite, Flush: true, Sync: true})
+	run(t, e)
+	st := q.Stats()
+	require.Equal(t, uint64(2), st.Flushes)
+	second := (20*us + f2()) - (10*us + f1()) // from the first's end to the second's
+	assert.Equal(t, f1()+second, st.FlushTicks)
+}
+
+// libata gives FUA only to NCQ drives: a cached disk without NCQ gets a
+// flush after a FUA write instead.
+func TestHDDFUAOnlyWithNCQ(t *testing.T) {
+	for _, ncq := range []bool{true, false} {
+		p := testHDDParams()
+		p.WriteCache, p.NCQ, p.QueueDepth = true, ncq, 0
+		d, err := NewHDD(newEngine(t), p)
+		require.NoError(t, err)
+		assert.Equal(t, ncq, d.Limits().FUA, "ncq=%v", ncq)
+	}
 }

@@ -403,7 +403,8 @@ func (d *HDD) Capacity() int64 { return d.p.Capacity }
 // Limits returns the device's limits.
 func (d *HDD) Limits() Limits {
 	return Limits{LogicalBlockSize: d.p.LogicalBlockSize, MaxHWSectorsKB: d.p.MaxHWSectorsKB, QueueDepth: d.p.QueueDepth, Rotational: true,
-		VolatileCache: d.p.WriteCache, FUA: d.p.WriteCache}
+		// libata gives FUA only to NCQ drives (ata_dev_config_fua).
+		VolatileCache: d.p.WriteCache, FUA: d.p.WriteCache && d.p.NCQ}
 }
 
 // Attach sets the completer.

@@ -276,7 +276,7 @@ func (d *NVMe) Fire(arg uint64) {
 		d.hostCmds++
 		if r.Op == OpRead {
 			d.readMedia(r, slot)
-		} else if d.p.StreamMin > 0 && r.Bytes >= d.p.StreamMin {
+		} else if d.streamed(r) {
 			d.stream(r, slot)
 		} else {
 			d.admitq = append(d.admitq, slot)
@@ -289,11 +289,16 @@ func (d *NVMe) Fire(arg uint64) {
 		d.e.At(end, d, uint64(slot)<<nvmePhaseBits|nvmeComplete)
 	case nvmeComplete:
 		if r := d.slots.get(slot); r.FUA && r.Op == OpWrite {
-			// A FUA write completes once its data is programmed: the
-			// partly filled unit it ends in is padded, and it waits
-			// as a flush would (a queued command: nothing is held).
-			d.padUnit()
-			d.fuaq = append(d.fuaq, nvmeFlush{slot: slot, target: d.admitted / d.unit, notBefore: d.streamEnd})
+			// A FUA write completes once its data is programmed (a
+			// queued command: nothing is held). A buffered one waits
+			// as a flush would, the partly filled unit it ends in
+			// padded; a streamed one for its own programs.
+			f := nvmeFlush{slot: slot, target: d.unitsDone, notBefore: d.streamEnd}
+			if !d.streamed(r) {
+				d.padUnit()
+				f.target = d.admitted / d.unit
+			}
+			d.fuaq = append(d.fuaq, f)
 			d.checkFlushes()
 			return
 		}
@@ -355,6 +360,9 @@ func (d *NVMe) startFlush(f *nvmeFlush) {
 	d.padUnit()
 	f.target, f.notBefore = d.admitted/d.unit, d.streamEnd
 }
+
+// streamed reports whether write r bypasses the buffer (stream_min).
+func (d *NVMe) streamed(r *Request) bool { return d.p.StreamMin > 0 && r.Bytes >= d.p.StreamMin }
 
 // finish completes the command in slot: its data reaches the store.
 func (d *NVMe) finish(slot int) {

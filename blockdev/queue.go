@@ -98,6 +98,9 @@ type QueueOptions struct {
 type hwQueue struct {
 	tags []int
 	list []*Request
+	// fq sequences the cache flushes of requests on this hardware queue
+	// (blk-flush keeps a flush queue per hardware context).
+	fq flushQueue
 }
 
 // Queue turns bios into requests for one device, as blk-mq does: it checks
@@ -132,9 +135,6 @@ type Queue struct {
 	// Fix (tests): bios failed by Submit are ended from an event, since
 	// EndBio must never run inside Submit (BioEnder's contract).
 	failed failedBios
-
-	// fq sequences cache flushes (blk-flush).
-	fq flushQueue
 }
 
 // failedBios ends, one per event and in FIFO order, the bios that Submit
@@ -464,15 +464,16 @@ func (q *Queue) flushSequence(b *Bio) {
 // queue's list, as blk_flush_queue_rq puts the DATA step at the head of
 // the requeue list.
 func (q *Queue) dispatchFirst(r *Request) {
-	q.fq.dataInFlight++
-	r.seqData = true
 	h := &q.hwqs[r.HWQueue]
+	h.fq.dataInFlight++
+	r.seqData = true
 	h.list = slices.Insert(h.list, 0, r)
 }
 
-// flushQueue is blk-flush's state (struct blk_flush_queue): at most one
-// flush request in flight; every request waiting for a flush when one is
-// issued is done by it, those that arrive later wait for the next.
+// flushQueue is blk-flush's state of one hardware queue (struct
+// blk_flush_queue): at most one flush request in flight; every request
+// waiting for a flush when one is issued is done by it, those that arrive
+// later wait for the next.
 type flushQueue struct {
 	running      *Request   // the flush request in flight (flush_rq), or nil
 	pending      []*Request // waiting for a flush not issued yet
@@ -493,22 +494,26 @@ const (
 // flight (whose postflushes it could then share).
 const flushPendingTimeout = 5 * time.Second
 
-// waitFlush makes r wait for the next flush request, then do step.
+// waitFlush makes r wait for its hardware queue's next flush request,
+// then do step.
 func (q *Queue) waitFlush(r *Request, step uint8) {
-	fq := &q.fq
+	fq := &q.hwqs[r.HWQueue].fq
 	if len(fq.pending) == 0 {
 		fq.pendingSince = q.e.Now()
 	}
 	r.fstep = step
 	fq.pending = append(fq.pending, r)
-	q.kickFlush()
+	q.kickFlush(r.HWQueue)
 }
 
-// kickFlush is blk_kick_flush: with no flush in flight and requests
-// waiting, and no flush-sequence write in flight (for at most
-// flushPendingTimeout), it issues a flush request for them all.
-func (q *Queue) kickFlush() {
-	fq := &q.fq
+// kickFlush is blk_kick_flush for hardware queue hw: with no flush in
+// flight and requests waiting, and no flush-sequence write in flight
+// (for at most flushPendingTimeout), it issues a flush request for them
+// all, at the head of the queue's list (blk_mq_insert_request puts
+// REQ_OP_FLUSH requests first).
+func (q *Queue) kickFlush(hw int) {
+	h := &q.hwqs[hw]
+	fq := &h.fq
 	if fq.running != nil || len(fq.pending) == 0 {
 		return
 	}
@@ -519,25 +524,25 @@ func (q *Queue) kickFlush() {
 	f := q.newRequest()
 	f.Op, f.Sector, f.Bytes, f.Err = OpWrite, 0, 0, nil
 	f.Bios = f.Bios[:0]
-	f.Issuer, f.Sync, f.NoIdle, f.Rahead, f.Flush, f.Meta = first.Issuer, false, false, false, true, false
+	f.Issuer, f.Sync, f.NoIdle, f.Rahead, f.Flush, f.Meta, f.FUA = first.Issuer, false, false, false, true, false, false
 	f.fstep, f.post, f.inSeq, f.seqPre, f.seqFUA = 0, false, false, false, false
-	f.segs, f.noMerge, f.HWQueue = 0, true, first.HWQueue
-	// Its time counts from its first waiter's (diskstats' flush ticks).
-	f.Queued = first.Queued
+	f.segs, f.noMerge, f.HWQueue = 0, true, hw
+	// Its time counts from the kick (blk_rq_init; diskstats' flush
+	// ticks).
+	f.Queued = q.e.Now()
 	q.stats.InFlight++
 	fq.running = f
 	fq.covered = append(fq.covered, fq.pending...)
 	clear(fq.pending)
 	fq.pending = fq.pending[:0]
-	h := &q.hwqs[f.HWQueue]
-	h.list = append(h.list, f)
+	h.list = slices.Insert(h.list, 0, f)
 }
 
 // flushDone is the end of the running flush request f: every request it
 // covered takes its next step (or fails with f's error), then the next
 // flush is kicked.
 func (q *Queue) flushDone(f *Request) {
-	fq := &q.fq
+	fq := &q.hwqs[f.HWQueue].fq
 	fq.running = nil
 	list := fq.covered
 	fq.covered = fq.spare[:0]
@@ -546,7 +551,7 @@ func (q *Queue) flushDone(f *Request) {
 		q.flushStep(w, f.Err)
 	}
 	fq.spare = list[:0]
-	q.kickFlush()
+	q.kickFlush(f.HWQueue)
 }
 
 // flushStep moves request w on once the flush it waited for is done.
@@ -558,8 +563,8 @@ func (q *Queue) flushStep(w *Request, err error) {
 	}
 	if w.fstep == fstepEnd && w.Bytes == 0 {
 		// blk_update_request traces the empty flush's own completion,
-		// its PREFLUSH stripped by blk_insert_flush.
-		w.seqPre = false
+		// its PREFLUSH stripped by blk_insert_flush (traceDone shows a
+		// request's Flush, not its bio's PREFLUSH).
 		q.traceDone(w, err)
 	}
 	q.stats.InFlight--
@@ -825,7 +830,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 	h := &q.hwqs[r.HWQueue]
 	h.tags = append(h.tags, r.Tag)
 	r.Tag = -1
-	if r == q.fq.running {
+	if r == h.fq.running {
 		q.stats.InFlight--
 		q.flushDone(r)
 		q.freeRequest(r)
@@ -840,7 +845,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 	}
 	if r.seqData {
 		r.seqData = false
-		q.fq.dataInFlight--
+		h.fq.dataInFlight--
 	}
 	if r.inSeq {
 		if r.post && r.Err == nil {
@@ -863,7 +868,7 @@ func (q *Queue) CompleteRequest(r *Request) {
 		q.sched.completed(q, r)
 	}
 	if r.inSeq {
-		q.kickFlush() // a flush held back for this write may go
+		q.kickFlush(r.HWQueue) // a flush held back for this write may go
 	}
 	q.freeRequest(r)
 	q.run()
@@ -898,7 +903,7 @@ func (q *Queue) freeRequest(r *Request) {
 	clear(r.Bios)
 	r.Bios = r.Bios[:0]
 	r.Tag = -1
-	r.fstep, r.post, r.inSeq, r.seqData = 0, false, false, false
+	r.fstep, r.post, r.inSeq, r.seqData, r.FUA, r.Flush = 0, false, false, false, false, false
 	q.free = append(q.free, r)
 }
 
