@@ -181,14 +181,20 @@ func TestJBD2ConcurrentFsyncsShareCommits(t *testing.T) {
 // for jbd2, the log worker's 30 s for xfs).
 func TestJournalTimerCommits(t *testing.T) {
 	for _, tc := range []struct {
-		kind  JournalKind
-		after time.Duration
-	}{{JBD2, 5 * time.Second}, {XFSLog, 30 * time.Second}} {
-		t.Run(tc.kind.String(), func(t *testing.T) {
+		kind         JournalKind
+		first, after time.Duration // the change, and its commit
+	}{
+		{JBD2, 0, 5 * time.Second},
+		{JBD2, 20 * time.Second, 25 * time.Second}, // 5 s after the transaction starts
+		{XFSLog, 0, 30 * time.Second},
+		{XFSLog, 20 * time.Second, 30 * time.Second}, // the worker's next run
+	} {
+		t.Run(fmt.Sprint(tc.kind, "/", tc.first), func(t *testing.T) {
 			s := newJournalStack(t, tc.kind, 1<<30, nil, nil)
 			f, err := s.fs.Open("a", 1<<20)
 			require.NoError(t, err)
 			s.run(t, func(tk *sim.Task) {
+				tk.Sleep(tc.first)
 				require.NoError(t, f.DirectWrite(tk, 0, 4096, blockdev.Stamp{Writer: 1, Seq: 1}))
 			})
 			assert.Equal(t, int64(1), s.fs.JournalStats().Commits)
@@ -290,6 +296,9 @@ func TestJournalWriteErrorAborts(t *testing.T) {
 		assert.ErrorContains(t, err, "journal aborted")
 	}
 	assert.True(t, errors.Is(errs[0], blockdev.ErrInjected))
+	// The second fsync wrote nothing: the aborted journal is done.
+	assert.Equal(t, int64(1), s.fs.JournalStats().Commits)
+	assert.Equal(t, []string{"D1", "J2"}, s.log.reqs, "the data, then the one failed commit's metadata write")
 }
 
 // testHDD is a 1 GB disk with a write cache, for the flush paths.
