@@ -25,8 +25,9 @@ const (
 	// flags).
 	JBD2
 	// XFSLog is xfs's log: changes are logged in memory (the CIL) and a
-	// log force writes them as one log record, REQ_PREFLUSH|REQ_FUA|
-	// REQ_META|REQ_SYNC, as a single-iclog checkpoint is written.
+	// log force writes them as a checkpoint of 32 KiB iclogs
+	// (REQ_META|REQ_SYNC), the last, with the commit record, also
+	// REQ_PREFLUSH|REQ_FUA.
 	XFSLog
 )
 
@@ -53,9 +54,10 @@ type JournalOptions struct {
 	// (get_midpoint_journal_block) and mkfs.xfs (the middle AG) put it;
 	// file allocation skips it.
 	Bytes int64
-	// Interval is how long after a transaction starts it is committed
-	// without an fsync asking: ext4's commit= (5 s), xfs's log worker
-	// period (fs.xfs.xfssyncd_centisecs, 30 s). 0: those defaults.
+	// Interval is when a transaction is committed without an fsync
+	// asking: jbd2 this long after it starts (ext4's commit=, 5 s); xfs
+	// at the log worker's next run, every Interval from the mount
+	// (fs.xfs.xfssyncd_centisecs, 30 s). 0: those defaults.
 	Interval time.Duration
 	// Tick is the coarse clock's period (1/HZ, 0: 4 ms): a write
 	// changes the inode's times, and so logs the inode, only in a tick
@@ -75,8 +77,8 @@ type JournalStats struct {
 	// journal blocks they wrote (descriptor, metadata and commit
 	// blocks; log record blocks on xfs).
 	Commits, Blocks int64
-	// Area is the journal's place on the device: first block and
-	// length in filesystem blocks.
+	// Start and Length are the journal's place on the device: its
+	// first block and its length in filesystem blocks.
 	Start, Length int64
 }
 
