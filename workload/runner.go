@@ -30,6 +30,14 @@ type RunOptions struct {
 	// JobResult.Integrity counts the torn and stale reads it found (see
 	// IntegrityStats). The oracle never changes the simulated run.
 	NoIntegrity bool
+	// EndWithJobs stops the filesystem's background work (the writeback
+	// flusher, the journal's commit task) once every job has ended, so
+	// the run ends with the jobs and the IO they have in flight: for a
+	// wall-clock run, where the flusher's periodic writeback of what the
+	// jobs left dirty would take real seconds. Those pages are not
+	// written (the kernel would write them after fio exits). Off, the
+	// run goes on until writeback has cleaned them.
+	EndWithJobs bool
 
 	// onIO, if set, is called when each read or write of a job ends
 	// successfully (verify reads included), with the job's id, the file's

@@ -893,3 +893,24 @@ func TestGroupReportingMergeTakesLastJobsOptions(t *testing.T) {
 	assert.Equal(t, []string{"r", "r", "z"}, names)
 	assert.Len(t, res.Groups[0].AsRun(), 3)
 }
+
+// EndWithJobs: the run ends with its jobs, the flusher's periodic
+// writeback of what they left dirty not waited for; by default the run
+// goes on until it is written.
+func TestRunEndWithJobs(t *testing.T) {
+	src := "[j]\nrw=write\nbs=4k\nsize=1m\nruntime=100ms\n"
+	for _, end := range []bool{false, true} {
+		st := newStack(t, 1)
+		res, err := Run(st.Engine, st.FS, parseString(t, src), RunOptions{EndWithJobs: end})
+		require.NoError(t, err)
+		j := onlyJob(t, res)
+		require.Zero(t, j.Error, j.ErrorMsg)
+		if end {
+			assert.Less(t, res.Engine.SimulatedSeconds, 1.0)
+			assert.Positive(t, st.FS.Writeback().DirtyPages(), "left dirty")
+		} else {
+			assert.Greater(t, res.Engine.SimulatedSeconds, 25.0, "periodic writeback after dirty_expire")
+			assert.Zero(t, st.FS.Writeback().DirtyPages())
+		}
+	}
+}

@@ -84,6 +84,9 @@ func (j *job) end(t *sim.Task) {
 	if j.r.allEnded() {
 		// The journal's later commit falls after fio's report.
 		j.r.fsys.SetJournalTimer(false)
+		if j.r.opt.EndWithJobs {
+			_ = j.r.fsys.Close()
+		}
 	}
 	j.res.Ended = int64(t.Now() - j.r.start)
 	j.finishLogs(t.Now())

@@ -473,6 +473,10 @@ func (wb *Writeback) wake() {
 // the generation it was armed with.
 type timer struct{ wb *Writeback }
 
+// Void reports whether the wake-up was superseded or the domain closed:
+// the engine then drops it instead of waiting for it (sim.Voidable).
+func (h timer) Void(gen uint64) bool { return gen != h.wb.timerGen || h.wb.closed }
+
 func (h timer) Fire(gen uint64) {
 	wb := h.wb
 	if gen != wb.timerGen || wb.closed {

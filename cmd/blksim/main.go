@@ -318,7 +318,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		st.Queue.SetTracer(tracer)
 	}
 	wall := time.Now()
-	ropt := workload.RunOptions{AppPerIO: st.AppPerIO, NoIntegrity: !st.IntegrityCheck}
+	// On a real device the run ends with its jobs, as fio does, rather
+	// than wait in real time for periodic writeback.
+	ropt := workload.RunOptions{AppPerIO: st.AppPerIO, NoIntegrity: !st.IntegrityCheck, EndWithJobs: st.Real != nil}
 	defer watchInterrupt(st, &ropt)()
 	res, err := workload.Run(st.Engine, st.FS, specs, ropt)
 	if err != nil {
