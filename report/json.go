@@ -46,7 +46,8 @@ import (
 // "trim" is all zeros;
 // "sync" has "total_ios" (the fsync=N calls) and "lat_ns" of the job's
 // fsync=N and fdatasync=N calls (zero without them; "percentile" when it
-// has samples and clat percentiles are on). Then fio's CPU fields:
+// has samples and clat percentiles are on, and then with opt.Bins its json+
+// "bins" too, as clat_ns has them). Then fio's CPU fields:
 // "usr_cpu", "sys_cpu" (percent of the runtime), "ctx", and "majf" and
 // "minf" (0: page faults are not modelled); the distributions
 // "iodepth_level", "iodepth_submit", "iodepth_complete" (percent of IOs
@@ -161,7 +162,11 @@ func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *j
 	o.add("trim", dirJSON(j, &emptyDir, 0, false))
 	sync := new(jsonObject)
 	sync.add("total_ios", j.Sync.IssuedFsync)
-	sync.add("lat_ns", latJSON(&j.Sync.Lat, clatPercentiles(j)))
+	syncLat := latJSON(&j.Sync.Lat, clatPercentiles(j))
+	if bins && !j.NoClatPercentiles {
+		addBins(syncLat, &j.Sync.Lat)
+	}
+	sync.add("lat_ns", syncLat)
 	o.add("sync", sync)
 	o.add("job_runtime", jobRuntimeMsec(j))
 	usr, sys := j.CPU.Percent()
@@ -234,11 +239,8 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 	o.add("drop_ios", 0)
 	o.add("slat_ns", latJSON(&d.Slat, nil))
 	clat := latJSON(&d.Clat, clatPercentiles(j))
-	if bins && d.Clat.Count() > 0 && !j.NoClatPercentiles {
-		// fio's json+: every non-empty latency bucket, by its value in ns.
-		b := new(jsonObject)
-		d.Clat.Buckets(func(v int64, n uint64) { b.add(strconv.FormatInt(v, 10), n) })
-		clat.add("bins", b)
+	if bins && !j.NoClatPercentiles {
+		addBins(clat, &d.Clat)
 	}
 	o.add("clat_ns", clat)
 	o.add("lat_ns", latJSON(&d.Lat, nil))
@@ -259,6 +261,18 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 	o.add("iops_stddev", io.Stddev())
 	o.add("iops_samples", io.N)
 	return o
+}
+
+// addBins adds fio's json+ "bins" object to the latency object o: every
+// non-empty bucket of h, by its value in ns. fio 3.33 adds them where it
+// adds percentiles, so nothing is added when h has no samples.
+func addBins(o *jsonObject, h *latency.Histogram) {
+	if h.Count() == 0 {
+		return
+	}
+	b := new(jsonObject)
+	h.Buckets(func(v int64, n uint64) { b.add(strconv.FormatInt(v, 10), n) })
+	o.add("bins", b)
 }
 
 // clatPercentiles is the job's percentile list for its completion (and

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blksim/blksim/internal/latency"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -286,5 +287,50 @@ func TestJSONElapsedEndsWithTheJobs(t *testing.T) {
 	require.NotEmpty(t, top.Jobs)
 	for _, j := range top.Jobs {
 		assert.Equal(t, 1, j.Elapsed)
+	}
+}
+
+// TestJSONPlusSyncBins: fio 3.33's json+ gives the sync latencies of
+// fsync=N calls "bins" as it gives clat_ns theirs (add_ddir_lat_json),
+// and neither has them with clat_percentiles=0 or without samples.
+func TestJSONPlusSyncBins(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		syncs     []int64
+		noPct     bool
+		wantBins  bool
+		wantCount string
+	}{
+		{name: "fsync calls", syncs: []int64{2000, 2000, 20840}, wantBins: true, wantCount: `"2008" : 2`},
+		{name: "clat_percentiles=0", syncs: []int64{2000}, noPct: true},
+		{name: "no fsync calls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clat latency.Histogram
+			clat.Record(12000)
+			r := fioJob(true, 1, 4096, 10, &clat)
+			j := &r.Groups[0].Jobs[0]
+			j.NoClatPercentiles = tc.noPct
+			for _, v := range tc.syncs {
+				j.Sync.Lat.Record(v)
+				j.Sync.IssuedFsync++
+				j.Sync.IOs++
+			}
+			var b bytes.Buffer
+			require.NoError(t, WriteJSON(&b, r, Options{Bins: true}))
+			var out struct {
+				Jobs []struct {
+					Sync struct {
+						Lat map[string]json.RawMessage `json:"lat_ns"`
+					} `json:"sync"`
+				} `json:"jobs"`
+			}
+			require.NoError(t, json.Unmarshal(b.Bytes(), &out))
+			bins, ok := out.Jobs[0].Sync.Lat["bins"]
+			assert.Equal(t, tc.wantBins, ok)
+			if tc.wantBins {
+				assert.Contains(t, string(bins), tc.wantCount)
+			}
+		})
 	}
 }

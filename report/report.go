@@ -35,7 +35,7 @@ type Options struct {
 	// seed. Golden-file tests set it.
 	OmitWall bool
 	// Bins adds fio's json+ latency buckets ("bins": value in ns -> count)
-	// to every clat_ns object of the JSON output.
+	// to every clat_ns object of the JSON output, and to "sync" "lat_ns".
 	Bins bool
 	// TerseVersion is the version of fio's terse format WriteTerse writes,
 	// 2 to 5; 0 means DefaultTerseVersion (3).
