@@ -75,9 +75,29 @@ import (
 // skipped calls when there were any, and the throttle pauses (count,
 // those at the dirty limit, total and longest).
 func WriteNormal(w io.Writer, r *workload.Result, opt Options) error {
-	b := bufio.NewWriter(w)
+	if err := WriteNormalHeader(w, r); err != nil {
+		return err
+	}
+	return WriteNormalResults(w, r, opt)
+}
 
+// WriteNormalHeader writes the lines fio prints as it starts the jobs, the
+// first part of [WriteNormal]: the job description lines, the version line,
+// "Starting N processes" (with its notes) and the lines of jobs that
+// failed. fio prints these before any other output when its formats
+// include normal, so a combined run (normal,terse or normal,json) prints
+// them first, then the terse lines or JSON, then [WriteNormalResults].
+func WriteNormalHeader(w io.Writer, r *workload.Result) error {
+	b := bufio.NewWriter(w)
 	writeDescriptions(b, r)
+	return b.Flush()
+}
+
+// WriteNormalResults writes the rest of [WriteNormal] after
+// [WriteNormalHeader]: a blank line, the job blocks, the run status groups
+// and everything after them.
+func WriteNormalResults(w io.Writer, r *workload.Result, opt Options) error {
+	b := bufio.NewWriter(w)
 	b.WriteString("\n")
 	for gi := range r.Groups {
 		agg := groupAgg(&r.Groups[gi])

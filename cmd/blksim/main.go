@@ -341,7 +341,18 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	// Render to memory first so a failure leaves nothing half-written.
 	var out bytes.Buffer
 	opt := report.Options{OmitWall: omitWall(env), Bins: formats.jsonPlus, TerseVersion: *terseVersion, Real: realReport(st)}
-	// In fio's order: terse, then json, then normal.
+	// In fio's order: the lines fio prints as it starts the jobs (with
+	// normal output only, after blksim's stack line), then terse, then
+	// json, then the rest of normal.
+	if formats.normal {
+		out.WriteString(stackLine(st, cfg))
+		if cfg.Get("pagecache.policy") == "tinylfu" {
+			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
+		}
+		if err := report.WriteNormalHeader(&out, res); err != nil {
+			return err
+		}
+	}
 	if formats.terse {
 		if err := report.WriteTerse(&out, res, opt); err != nil {
 			return err
@@ -353,11 +364,7 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		}
 	}
 	if formats.normal {
-		out.WriteString(stackLine(st, cfg))
-		if cfg.Get("pagecache.policy") == "tinylfu" {
-			fmt.Fprintf(&out, "note: pagecache.policy=tinylfu uses ristretto's admission and eviction, which are not deterministic: the same job, stack and seed may give different results\n")
-		}
-		if err := report.WriteNormal(&out, res, opt); err != nil {
+		if err := report.WriteNormalResults(&out, res, opt); err != nil {
 			return err
 		}
 		if *layout {
