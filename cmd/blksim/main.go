@@ -3,6 +3,7 @@
 //	blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
 //	           [--output-format normal|terse|json|json+[,...]] [--terse-version N] [--minimal]
 //	           [--append-terse] [--output FILE] [--blktrace DIR] [--layout] [--cpuprofile FILE]
+//	           [--eta always|never|auto] [--eta-newline TIME] [--eta-interval TIME]
 //	           [--device file:PATH[,size=N]|blk:/dev/NAME [--force]]
 //	           [--FIO-OPTION[=VALUE]]... [JOBFILE]
 //	blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
@@ -136,13 +137,16 @@ func usage(w io.Writer) {
   blksim run [--stack FILE] [--set KEY=VALUE]... [--seed N]
              [--output-format normal|terse|json|json+[,...]] [--terse-version 2|3|4|5] [--minimal]
              [--append-terse] [--output FILE] [--blktrace DIR] [--layout] [--cpuprofile FILE]
+             [--eta always|never|auto] [--eta-newline TIME] [--eta-interval TIME]
              [--FIO-OPTION[=VALUE]]... [JOBFILE]
       run a fio job file on a simulated stack (default: the embedded
       ext4 parallel-DIO experiment, BS=4k). Other --NAME=VALUE options are
       fio job options: with --name=JOB they define jobs as on fio's command
       line; otherwise they override that option in every job of the file.
       --layout prints each file's extents on the device after the results;
-      --cpuprofile writes a Go CPU profile of blksim itself
+      --cpuprofile writes a Go CPU profile of blksim itself; fio's --eta
+      flags are taken and change nothing (no ETA line is printed), and
+      --status-interval (periodic reports) is rejected
   blksim compare [JOBFILE] --variant NAME:KEY=VALUE[,KEY=VALUE]... [--variant ...]
              [--sweep KEY=V1,V2,...] [--stack FILE] [--set KEY=VALUE]... [--seed N]
              [--output-format normal|json] [--output FILE]
@@ -182,6 +186,7 @@ var runFlags = map[string]bool{
 	"blktrace": true, "cpuprofile": true, "layout": false, "h": false, "help": false,
 	"minimal": false, "append-terse": false, "terse-version": true,
 	"device": true, "force": false,
+	"eta": true, "eta-newline": true, "eta-interval": true, "status-interval": true,
 }
 
 // splitRunArgs separates the run command's arguments into blksim's own
@@ -228,6 +233,10 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	traceDir := fl.String("blktrace", "", "write blktrace files (<device>.blktrace.<cpu>) for blkparse/btt to this directory")
 	layout := fl.Bool("layout", false, "after the results, print each file's extents on the device")
 	output := fl.String("output", "", "write the output to this file")
+	eta := fl.String("eta", "auto", "fio's --eta: always, never or auto (blksim prints no ETA line)")
+	fl.String("eta-newline", "", "fio's --eta-newline=TIME (no ETA line is printed)")
+	fl.String("eta-interval", "", "fio's --eta-interval=TIME (no ETA line is printed)")
+	fl.String("status-interval", "", "fio's --status-interval=TIME: not modelled")
 	realFl := addRealFlags(fl)
 	flagArgs, fioOpts, pos := splitRunArgs(args)
 	if err := fl.Parse(flagArgs); err != nil {
@@ -240,6 +249,9 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 	}
 	formats, err := parseOutputFormats(*format)
 	if err != nil {
+		return err
+	}
+	if err := checkProgressFlags(fl, *eta); err != nil {
 		return err
 	}
 	if *minimal {
@@ -389,6 +401,33 @@ func cmdRun(args []string, stdout io.Writer, env func(string) (string, bool)) er
 		return logErr
 	}
 	return jobErr
+}
+
+// checkProgressFlags checks fio's flags for its running output: --eta
+// (always, never or auto), --eta-newline and --eta-interval (times) are
+// taken and change nothing, as blksim prints no ETA line; --status-interval,
+// fio's periodic full report, is not modelled and is rejected.
+func checkProgressFlags(fl *flag.FlagSet, eta string) error {
+	switch eta {
+	case "always", "never", "auto":
+	default:
+		return bad("run: --eta %q: want always, never or auto", eta)
+	}
+	var err error
+	fl.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Name {
+		case "eta-newline", "eta-interval":
+			if _, perr := units.ParseDuration(f.Value.String()); perr != nil {
+				err = bad("run: --%s %q: %v", f.Name, f.Value.String(), perr)
+			}
+		case "status-interval":
+			err = bad("run: --status-interval %q: fio's periodic status reports are not modelled by blksim (it reports once, when the run is over)", f.Value.String())
+		}
+	})
+	return err
 }
 
 // outputFormats are the outputs a run prints, from fio's

@@ -131,6 +131,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{name: "terse version 1", args: []string{"run", "--terse-version", "1", job}, want: []string{"--terse-version 1", "2, 3, 4 or 5"}},
 		{name: "terse version not a number", args: []string{"run", "--terse-version=three", job}, want: []string{"terse-version"}},
 		{name: "xml output, default job", args: []string{"run", "--output-format=xml"}, want: []string{`"xml"`}},
+		{name: "eta not a mode", args: []string{"run", "--eta=sometimes", job}, want: []string{`--eta "sometimes"`, "always, never or auto"}},
+		{name: "eta-interval not a time", args: []string{"run", "--eta-interval=soon", job}, want: []string{`--eta-interval "soon"`}},
+		{name: "status-interval", args: []string{"run", "--status-interval=1s", job}, want: []string{`--status-interval "1s"`, "not modelled"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,3 +107,23 @@ func TestRunTerseDeterministic(t *testing.T) {
 	require.Equal(t, exitOK, a.status, a.stderr)
 	assert.Equal(t, a.stdout, b.stdout)
 }
+
+// TestRunETAFlags: fio's --eta, --eta-newline and --eta-interval shape
+// only its running ETA line, which blksim does not print; they are taken
+// (not read as job options) and leave the output as it is.
+func TestRunETAFlags(t *testing.T) {
+	job := writeFile(t, "terse.fio", terseJob)
+	want := runCLI(t, deterministic, "run", "--minimal", job)
+	require.Equal(t, exitOK, want.status, want.stderr)
+	for _, args := range [][]string{
+		{"--eta=never"},
+		{"--eta", "always"},
+		{"--eta=auto", "--eta-newline=2s", "--eta-interval=500ms"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := runCLI(t, deterministic, append(append([]string{"run", "--minimal"}, args...), job)...)
+			require.Equal(t, exitOK, r.status, r.stderr)
+			assert.Equal(t, want.stdout, r.stdout)
+		})
+	}
+}
