@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -786,6 +787,12 @@ func (r *runState) layoutFiles(lbs int64) error {
 		if q.job.spec.Direct || r.fsys.DAX() {
 			// DAX files are preallocated as direct-IO files are.
 			f, err = r.fsys.Open(name, q.size)
+			if errors.Is(err, fsmodel.ErrNoSpace) {
+				// As in fio, a file that does not fit fails the jobs
+				// that set it up; the others run.
+				r.failNoSpace(name)
+				continue
+			}
 		} else {
 			f, err = r.fsys.Create(name)
 			if err == nil {
@@ -890,12 +897,40 @@ func (s *fileSetup) apply(f *fsmodel.File, size int64) error {
 	return nil
 }
 
+// failNoSpace fails, with ENOSPC, every job that uses the direct-IO (or
+// DAX) file name, which does not fit on the device. fio 3.33 lays out the
+// file of a job that reads it and fails the job at setup, where the
+// layout's write fails ("file:filesetup.c:240, func=write"); a job that
+// only writes it has its preallocation fail quietly and fails at the
+// first write past the space the filesystem had ("file:io_u.c:1876,
+// func=io_u error"). blksim fails either when it starts, with fio's
+// error, without the writes fio makes before the space runs out.
+func (r *runState) failNoSpace(name string) {
+	for _, j := range r.jobs {
+		if j.setupErr != "" || !slices.ContainsFunc(j.files, func(f *jobFile) bool { return f.name == name }) {
+			continue
+		}
+		msg := Strerror(int(syscall.ENOSPC))
+		j.setupErrno = syscall.ENOSPC
+		if usesDir(j.spec, blockdev.OpRead) {
+			j.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=write, error=%s", fioLayoutWriteLine, msg)
+		} else {
+			j.setupErr = fmt.Sprintf("file:io_u.c:%d, func=io_u error, error=%s", fioIOUErrorLine, msg)
+		}
+	}
+}
+
 // fioFallocateLine is the filesetup.c line fio 3.33 names when
 // fallocate=keep fails (td_verror(td, errno, "fallocate")), and
 // fioTotalSizeLine the one it names when a job has no size.
 const (
 	fioFallocateLine = 93
 	fioTotalSizeLine = 1155
+	// fioLayoutWriteLine is where fio 3.33's extend_file fails a job
+	// whose layout write finds no space (td_verror(td, errno, "write")),
+	// and fioIOUErrorLine where io_u.c fails a job on an IO's error.
+	fioLayoutWriteLine = 240
+	fioIOUErrorLine    = 1876
 )
 
 // watchFiles turns the atomicity oracle on for every file that some job

@@ -135,3 +135,19 @@ func TestRunSizePercentOfNewFile(t *testing.T) {
 	assert.Zero(t, jobs[1].Error)
 	assert.Equal(t, uint64(16), jobs[1].Read.TotalIOs)
 }
+
+// A direct-IO file larger than the device fails its job, as fio 3.33
+// fails it (err=28 from the layout's write), with exit status 1 and the
+// report written; the other job runs. It used to abort the run (exit 2).
+func TestRunDirectFileWithoutRoom(t *testing.T) {
+	job := writeFile(t, "nospc.fio", "[global]\ndirect=1\nbs=4k\nrw=randread\n[small]\nfilename=a\nsize=4m\n[huge]\nfilename=b\nsize=200m\n")
+	r := runCLI(t, deterministic, "run", "--set", "device.capacity=64m", "--output-format=json", job)
+	require.Equal(t, exitFailed, r.status, r.stderr)
+	assert.Contains(t, r.stderr, `job "huge" failed: err=28 (file:filesetup.c:240, func=write, error=No space left on device)`)
+	jobs := jsonJobs(t, r.stdout)
+	require.Len(t, jobs, 2)
+	assert.Zero(t, jobs[0].Error)
+	assert.Equal(t, uint64(1024), jobs[0].Read.TotalIOs)
+	assert.Equal(t, 28, jobs[1].Error)
+	assert.Zero(t, jobs[1].Read.TotalIOs)
+}
