@@ -167,9 +167,9 @@ func TestBlktraceDirErrors(t *testing.T) {
 	require.NoError(t, os.Mkdir(traceDir, 0o755))
 	old := filepath.Join(traceDir, "nvme0n1.blktrace.0")
 	require.NoError(t, os.WriteFile(old, []byte("old"), 0o644))
-	// The job's file does not fit on the device: the run fails after the
-	// trace was opened.
-	status, msg = runIt(traceDir, "--size=2000g")
+	// The layout of the job's buffered file does not fit on the device:
+	// the run fails after the trace was opened.
+	status, msg = runIt(traceDir, "--size=2000g", "--direct=0", "--rw=read")
 	assert.Equal(t, exitBadArgs, status, msg)
 	entries, err := os.ReadDir(traceDir)
 	require.NoError(t, err)
