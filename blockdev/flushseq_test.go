@@ -346,3 +346,18 @@ func TestHDDFUAOnlyWithNCQ(t *testing.T) {
 		assert.Equal(t, ncq, d.Limits().FUA, "ncq=%v", ncq)
 	}
 }
+
+// Without a volatile cache a PREFLUSH|FUA write is an ordinary write:
+// one larger than a request is split, not refused.
+func TestLargeFUAWriteWithoutACacheIsSplit(t *testing.T) {
+	p := testHDDParams()
+	e := newEngine(t)
+	_, q := newTestHDD(t, e, p)
+	log := newBioLog(e)
+	b := &Bio{Op: OpWrite, Sector: 0, Bytes: 2048 * KiB, Sync: true, Flush: true, FUA: true}
+	log.submitAt(q, 0, b)
+	run(t, e)
+	require.Len(t, log.ends[b], 1)
+	require.NoError(t, log.ends[b][0].Err)
+	assert.Equal(t, uint64(1), q.Stats().Splits)
+}

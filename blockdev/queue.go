@@ -341,9 +341,10 @@ func (e *AlignmentError) Is(target error) bool { return target == syscall.EINVAL
 // empty, or whose Op is neither OpRead nor OpWrite, fails with an error
 // matching syscall.EINVAL; one beyond the device fails with ErrOutOfRange.
 // A flush (Bio.Flush, an empty write) completes once the device's
-// volatile cache is written out, at once if it has none. A write with
-// data and Flush or FUA must fit in one request (max_sectors_kb and the
-// segment limits) or fails with EINVAL; it is never merged or split.
+// volatile cache is written out, at once if it has none. On a device with
+// a volatile cache a write with data and Flush or FUA must fit in one
+// request (max_sectors_kb and the segment limits) or fails with EINVAL;
+// it is never merged or split. Without one the flags are dropped.
 func (q *Queue) Submit(b *Bio) { q.submit(b, nil) }
 
 // submit is submit_bio: check, trace, split, merge or make a request.
@@ -374,13 +375,17 @@ func (q *Queue) submit(b *Bio, plug *Plug) {
 	}
 	limit := min(q.maxReq, int64(q.maxSeg)*pageSize)
 	if b.Flush || b.FUA {
-		if b.Op != OpWrite || b.Bytes > limit {
-			q.fail(b, fmt.Errorf("blockdev: a PREFLUSH or FUA bio must be a write of at most %d bytes (op %v, %d bytes): %w", limit, b.Op, b.Bytes, syscall.EINVAL))
+		if b.Op != OpWrite {
+			q.fail(b, fmt.Errorf("blockdev: a PREFLUSH or FUA bio must be a write (op %v): %w", b.Op, syscall.EINVAL))
 			return
 		}
 		if !q.limits.VolatileCache {
-			// submit_bio_noacct: nothing to flush, nothing to force.
+			// submit_bio_noacct: nothing to flush, nothing to force;
+			// an ordinary write, split as any.
 			b.Flush, b.FUA = false, false
+		} else if b.Bytes > limit {
+			q.fail(b, fmt.Errorf("blockdev: a PREFLUSH or FUA write must fit in one request of %d bytes (%d bytes): %w", limit, b.Bytes, syscall.EINVAL))
+			return
 		}
 	}
 	q.traceBio(TraceQueue, b, 0)
