@@ -156,18 +156,31 @@ func jobJSON(j *workload.JobResult, agg [2]uint64, elapsed uint64, bins bool) *j
 		o.add("job options", opts)
 	}
 
-	for i, d := range directions(j) {
-		o.add(d.name, dirJSON(j, d.stats, agg[i], bins))
+	dirs := directions(j)
+	for _, d := range dirs {
+		if !d.both {
+			o.add(d.name, dirJSON(j, d, agg[d.slot], bins))
+		}
 	}
-	o.add("trim", dirJSON(j, &emptyDir, 0, false))
-	sync := new(jsonObject)
-	sync.add("total_ios", j.Sync.IssuedFsync)
-	syncLat := latJSON(&j.Sync.Lat, clatPercentiles(j))
-	if bins && !j.NoClatPercentiles {
-		addBins(syncLat, &j.Sync.Lat)
+	// unified_rw_reporting=mixed leaves out trim and sync (fio's
+	// add_ddir_status_json reports only the first direction); =both adds
+	// the mixed direction after them.
+	if j.UnifiedRW != unifiedMixed {
+		o.add("trim", dirJSON(j, direction{stats: &emptyDir}, 0, false))
+		sync := new(jsonObject)
+		sync.add("total_ios", j.Sync.IssuedFsync)
+		syncLat := latJSON(&j.Sync.Lat, clatPercentiles(j))
+		if bins && !j.NoClatPercentiles {
+			addBins(syncLat, &j.Sync.Lat)
+		}
+		sync.add("lat_ns", syncLat)
+		o.add("sync", sync)
 	}
-	sync.add("lat_ns", syncLat)
-	o.add("sync", sync)
+	for _, d := range dirs {
+		if d.both {
+			o.add(d.name, dirJSON(j, d, agg[d.slot], bins))
+		}
+	}
 	o.add("job_runtime", jobRuntimeMsec(j))
 	usr, sys := j.CPU.Percent()
 	o.add("usr_cpu", usr)
@@ -214,7 +227,8 @@ func percentsJSON(labels []string, p [7]float64) *jsonObject {
 }
 
 // dirJSON is one direction of a job, as fio's add_ddir_status_json.
-func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool) *jsonObject {
+func dirJSON(j *workload.JobResult, dir direction, agg uint64, bins bool) *jsonObject {
+	d := dir.stats
 	var bwBytes uint64
 	var iops float64
 	runt := dirRuntimeMsec(j, d)
@@ -231,8 +245,9 @@ func dirJSON(j *workload.JobResult, d *workload.DirStats, agg uint64, bins bool)
 	o.add("runtime", runt)
 	o.add("total_ios", d.Issued)
 	short := uint64(0)
-	if d == &j.Read {
-		// fio 3.33 counts fdatasync=N calls here (see SyncStats).
+	if d == &j.Read || dir.mixed {
+		// fio 3.33 counts fdatasync=N calls here (see SyncStats), and
+		// the mixed direction sums the read one's.
 		short = j.Sync.IssuedDatasync
 	}
 	o.add("short_ios", short)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -254,9 +255,9 @@ func writeJobNormal(b *bufio.Writer, j *workload.JobResult, agg [2]uint64) {
 	if j.Description != "" {
 		fmt.Fprintf(b, "  Description  : [%s]\n", j.Description)
 	}
-	for i, d := range directions(j) {
+	for _, d := range directions(j) {
 		if d.stats.Bytes != 0 {
-			writeDirNormal(b, j, d, agg[i])
+			writeDirNormal(b, j, d, agg[d.slot])
 		}
 	}
 	writeLatDist(b, j)
@@ -386,8 +387,13 @@ func writeDepths(b *bufio.Writer, j *workload.JobResult) {
 		}
 		b.WriteString("\n")
 	}
+	reads, writes := j.Read.Issued, j.Write.Issued
+	if j.UnifiedRW == unifiedMixed {
+		// fio sums the directions' counts into the first.
+		reads, writes = reads+writes, 0
+	}
 	fmt.Fprintf(b, "     issued rwts: total=%d,%d,0,%d short=%d,0,0,0 dropped=0,0,0,0\n",
-		j.Read.Issued, j.Write.Issued, j.Sync.IssuedFsync, j.Sync.IssuedDatasync)
+		reads, writes, j.Sync.IssuedFsync, j.Sync.IssuedDatasync)
 }
 
 // depthLevelLabels and depthCallLabels name fio's depth buckets (the
@@ -421,8 +427,19 @@ func writeDirNormal(b *bufio.Writer, j *workload.JobResult, d direction, agg uin
 	if d.stats == &j.Write {
 		post = "; 0 zone resets"
 	}
+	iops1 := formatIOPS(iops)
+	if d.both {
+		// fio 3.33 formats the figures of unified_rw_reporting=both's
+		// mixed line with no significant figures (its summed stats do
+		// not get the job's sig_figs, nor unit_base), which leaves
+		// "0" for each; the unit suffix is only the size's "B".
+		iops1 = num2str(iops, 0, false, "")
+		bw1 = num2str(bw, 0, j.KBBase != 1000, "")
+		bw2 = num2str(bw, 0, j.KBBase == 1000, "")
+		io1 = num2str(s.Bytes, 0, j.KBBase != 1000, "B")
+	}
 	fmt.Fprintf(b, "  %s: IOPS=%s, BW=%s (%s)(%s/%dmsec)%s\n",
-		d.name, formatIOPS(iops), bw1, bw2, io1, runt, post)
+		d.name, iops1, bw1, bw2, io1, runt, post)
 
 	for _, l := range []struct {
 		name string
@@ -486,12 +503,12 @@ func groupRuns(g *workload.GroupResult) [2]groupRun {
 	var runs [2]groupRun
 	for ji := range g.Jobs {
 		j := &g.Jobs[ji]
-		for i, d := range directions(j) {
+		for _, d := range directions(j) {
 			runt := dirRuntimeMsec(j, d.stats)
-			if runt == 0 {
+			if runt == 0 || d.both {
 				continue
 			}
-			gr := &runs[i]
+			gr := &runs[d.slot]
 			bw := d.stats.Bytes * 1000 / runt
 			if gr.maxRun == 0 {
 				gr.minRun, gr.minBW = runt, bw
@@ -524,21 +541,56 @@ func groupAgg(g *workload.GroupResult) [2]uint64 {
 func writeGroupStatus(b *bufio.Writer, g *workload.GroupResult) {
 	runs := groupRuns(g)
 	fmt.Fprintf(b, "\nRun status group %d (all jobs):\n", g.GroupID)
+	// fio's group takes the bitwise or of its jobs' unified_rw_reporting
+	// modes (rs->unified_rw_rep |= ts->unified_rw_rep).
+	mode := 0
+	for ji := range g.Jobs {
+		mode |= g.Jobs[ji].UnifiedRW
+	}
+	// fio's group status units follow the kb_base of the group's last
+	// job (__show_run_stats sets rs->kb_base from each).
+	kb := g.Jobs[len(g.Jobs)-1].KBBase
+	var mixed groupRun
+	var mixedAgg uint64
 	for i, gr := range runs {
 		if gr.maxRun == 0 {
 			continue
 		}
-		// fio's group status units follow the kb_base of the group's
-		// last job (__show_run_stats sets rs->kb_base from each).
-		kb := g.Jobs[len(g.Jobs)-1].KBBase
-		agg1, agg2 := bwByBase(gr.agg(), kb)
-		min1, min2 := bwByBase(gr.minBW, kb)
-		max1, max2 := bwByBase(gr.maxBW, kb)
-		io1, io2 := bytesByBase(gr.ioBytes, kb)
-		fmt.Fprintf(b, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%d-%dmsec\n",
-			statusNames[i], agg1, agg2, min1, max1, min2, max2,
-			io1, io2, gr.minRun, gr.maxRun)
+		name := statusNames[i]
+		if mode == unifiedMixed {
+			name = "  MIXED"
+		}
+		writeGroupLine(b, name, gr.agg(), &gr, kb)
+		// fio's show_mixed_group_stats: the directions' bytes and
+		// aggregates add up, the bandwidths and runtimes span both.
+		if mixed.maxRun == 0 {
+			mixed.minRun, mixed.minBW = gr.minRun, gr.minBW
+		}
+		mixed.minRun, mixed.maxRun = min(mixed.minRun, gr.minRun), max(mixed.maxRun, gr.maxRun)
+		mixed.minBW, mixed.maxBW = min(mixed.minBW, gr.minBW), max(mixed.maxBW, gr.maxBW)
+		mixed.ioBytes += gr.ioBytes
+		mixedAgg += gr.agg()
 	}
+	if mode == unifiedBoth {
+		if mixed.maxRun == 0 {
+			// fio prints the line with its unset minima (all ones).
+			mixed.minRun, mixed.minBW = math.MaxUint64, math.MaxUint64
+		}
+		writeGroupLine(b, "  MIXED", mixedAgg, &mixed, kb)
+	}
+}
+
+// writeGroupLine writes one direction's line of a "Run status group"
+// block, as fio's show_group_stats: name, the aggregate bandwidth agg and
+// gr's figures, in the units of kb_base kb.
+func writeGroupLine(b *bufio.Writer, name string, agg uint64, gr *groupRun, kb int64) {
+	agg1, agg2 := bwByBase(agg, kb)
+	min1, min2 := bwByBase(gr.minBW, kb)
+	max1, max2 := bwByBase(gr.maxBW, kb)
+	io1, io2 := bytesByBase(gr.ioBytes, kb)
+	fmt.Fprintf(b, "%s: bw=%s (%s), %s-%s (%s-%s), io=%s (%s), run=%d-%dmsec\n",
+		name, agg1, agg2, min1, max1, min2, max2,
+		io1, io2, gr.minRun, gr.maxRun)
 }
 
 // writeEngineLine writes blksim's engine summary line.

@@ -83,14 +83,62 @@ var emptyDir workload.DirStats
 type direction struct {
 	name  string // "read": the per-job line and the JSON key
 	stats *workload.DirStats
+	// slot is the direction's index in the group's figures (groupRuns,
+	// groupAgg): 0 for read and for a unified_rw_reporting=mixed job's
+	// one direction, 1 for write.
+	slot int
+	// mixed marks the summed direction of unified_rw_reporting (fio's
+	// "mixed"), and both that it follows the job's read and write ones
+	// (unified_rw_reporting=both): it then does not count in the group's
+	// figures, and takes its bandwidth share from the group's read
+	// aggregate, as fio 3.33's show_mixed_ddir_status does.
+	mixed, both bool
 }
 
-// directions returns the job's read and write directions, in fio's order.
-func directions(j *workload.JobResult) [2]direction {
-	return [2]direction{
+// Modes of fio's unified_rw_reporting (JobResult.UnifiedRW).
+const (
+	unifiedMixed = 1
+	unifiedBoth  = 2
+)
+
+// directions returns the job's IO directions in fio's order: read and
+// write; for unified_rw_reporting=mixed just their sum, named "mixed";
+// for unified_rw_reporting=both read, write and then their sum.
+func directions(j *workload.JobResult) []direction {
+	rw := []direction{
 		{name: "read", stats: &j.Read},
-		{name: "write", stats: &j.Write},
+		{name: "write", stats: &j.Write, slot: 1},
 	}
+	switch j.UnifiedRW {
+	case unifiedMixed:
+		return []direction{{name: "mixed", stats: mixedStats(j), mixed: true}}
+	case unifiedBoth:
+		return append(rw, direction{name: "mixed", stats: mixedStats(j), mixed: true, both: true})
+	}
+	return rw
+}
+
+// mixedStats sums the job's read and write figures into one direction, as
+// fio's sum_thread_stats does for unified_rw_reporting: counts and bytes
+// add up, latency statistics and histograms merge as if recorded
+// together, the bandwidth and IOPS sample statistics add up (fio's pure
+// sum: minima, maxima, means and sample counts), and the runtime is the
+// longer of the two directions' (each only if the job moved bytes in it).
+func mixedStats(j *workload.JobResult) *workload.DirStats {
+	m := new(workload.DirStats)
+	var runtime int64
+	for _, d := range []*workload.DirStats{&j.Read, &j.Write} {
+		m.Merge(d)
+		if d.Bytes != 0 {
+			rt := d.Runtime
+			if rt <= 0 {
+				rt = j.Runtime
+			}
+			runtime = max(runtime, rt)
+		}
+	}
+	m.Runtime = runtime
+	return m
 }
 
 // runtimeMsec is the job's runtime in milliseconds as fio keeps it: the

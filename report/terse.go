@@ -85,11 +85,21 @@ func writeJobTerse(b *bufio.Writer, j *workload.JobResult, agg [2]uint64, disks 
 	} else {
 		fmt.Fprintf(b, "%d;%s;%s;%d;%d", ver, terseFioVersion, j.Name, j.GroupID, errno)
 	}
-	for i, d := range directions(j) {
-		writeDirTerse(b, j, d.stats, agg[i], ver)
+	// unified_rw_reporting=mixed has only the mixed figures, in the
+	// read fields; =both adds them after the trim fields.
+	dirs := directions(j)
+	for _, d := range dirs {
+		if !d.both {
+			writeDirTerse(b, j, d.stats, agg[d.slot], ver)
+		}
 	}
-	if ver != 3 {
+	if ver != 3 && j.UnifiedRW != unifiedMixed {
 		writeDirTerse(b, j, &emptyDir, 0, ver)
+	}
+	for _, d := range dirs {
+		if d.both {
+			writeDirTerse(b, j, d.stats, agg[d.slot], ver)
+		}
 	}
 	// CPU: usr, sys, context switches, major and minor faults (not
 	// modelled: 0).

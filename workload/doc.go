@@ -45,7 +45,9 @@
 // as fio's td_non_fatal_error decides),
 // gtod_reduce, disable_lat, disable_clat, disable_slat, percentile_list
 // (sorted, printed with as many decimals as its most precise value, as
-// fio's), clat_percentiles
+// fio's), clat_percentiles, unified_rw_reporting (none, mixed or both:
+// the reports sum reads and writes into fio's "mixed" direction instead
+// of, or after, the two),
 // (lat_percentiles and slat_percentiles only as 0), fio's log files
 // (write_bw_log, write_lat_log, write_iops_log, write_hist_log,
 // log_avg_msec, log_max_value, log_offset, log_prio, per_job_logs,

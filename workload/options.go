@@ -607,6 +607,19 @@ var optionTable = []option{
 		js.DisableBW = v.Bool
 		return nil
 	}},
+	{name: "unified_rw_reporting", kind: kindRaw, expectText: unifiedRWExpect, set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "none", "0":
+			js.UnifiedRW = 0
+		case "mixed", "1":
+			js.UnifiedRW = 1
+		case "both", "2":
+			js.UnifiedRW = 2
+		default:
+			return badValue(v.Raw, "expected %s", unifiedRWExpect)
+		}
+		return nil
+	}},
 	{name: "clat_percentiles", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
 		js.NoClatPercentiles = !v.Bool
 		return nil
@@ -830,6 +843,7 @@ const (
 	distExpect        = "random, zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]], zoned:ACCESS/RANGE:... or zoned_abs:ACCESS/SIZE:..."
 	fileServiceExpect = "roundrobin[:N], sequential, random[:N], zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]] or gauss[:deviation[:center]]"
 	verifyExpect      = "0, md5, crc64, crc32, crc32c, crc32c-intel, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or null"
+	unifiedRWExpect   = "none, mixed or both (or 0, 1 or 2)"
 )
 
 // setRW parses an rw= value and its optional ":N" modifier. fio's

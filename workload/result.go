@@ -318,6 +318,9 @@ type JobResult struct {
 	// NoClatPercentiles is the job's clat_percentiles=0 (or gtod_reduce=1):
 	// its reports leave out the completion latency percentiles.
 	NoClatPercentiles bool
+	// UnifiedRW is the job's unified_rw_reporting (JobSpec.UnifiedRW); a
+	// group_reporting result has its first job's, as fio's does.
+	UnifiedRW int
 	// Percentiles and PercentilePrecision are the job's percentile_list
 	// (JobSpec.Percentiles; nil for fio's default list).
 	Percentiles         []float64

@@ -286,7 +286,7 @@ func Run(e *sim.Engine, fsys *fsmodel.FS, specs []JobSpec, opt RunOptions) (*Res
 			j.cur = j.files[0]
 			j.res = JobResult{Name: s.Name, JobID: id, GroupID: group, Jobs: 1, RW: s.RW.String(), BS: s.BS,
 				IOEngine: s.IOEngine, IODepth: s.IODepth, Description: s.Description, Thread: s.Thread,
-				NoClatPercentiles: s.NoClatPercentiles, ContinueOnError: s.ContinueOnError != 0,
+				NoClatPercentiles: s.NoClatPercentiles, UnifiedRW: s.UnifiedRW, ContinueOnError: s.ContinueOnError != 0,
 				Percentiles: s.Percentiles, PercentilePrecision: s.PercentilePrecision,
 				Options: s.Options, KBBase: s.KBBase}
 			for d := range 2 {

@@ -177,6 +177,10 @@ type JobSpec struct {
 	// four, as in fio.
 	DisableLat, DisableClat, DisableSlat bool
 	NoClatPercentiles                    bool
+	// UnifiedRW is fio's unified_rw_reporting: 0 (none) reports reads and
+	// writes apart, 1 (mixed) reports them summed as one "mixed"
+	// direction, 2 (both) reports them apart and then summed.
+	UnifiedRW int
 	// Percentiles is fio's percentile_list: the percentiles the reports
 	// show, ascending (nil: fio's default list); PercentilePrecision the
 	// decimals they are printed with, the most any value was written
