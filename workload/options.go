@@ -607,6 +607,17 @@ var optionTable = []option{
 		js.DisableBW = v.Bool
 		return nil
 	}},
+	{name: "zonemode", kind: kindRaw, expectText: zoneModeExpect, set: func(js *JobSpec, v optionValue) error {
+		switch v.Raw {
+		case "none":
+			return nil
+		case "strided":
+			return notModelled("zonemode=strided is not modelled by blksim: its IO pattern (zonesize bytes of IO in each zonerange of the file, then a jump of zoneskip) is not generated; it needs no zoned device")
+		case "zbd":
+			return notModelled("zonemode=zbd is not modelled by blksim: zoned block devices are not modelled")
+		}
+		return badValue(v.Raw, "expected %s", zoneModeExpect)
+	}},
 	{name: "unified_rw_reporting", kind: kindRaw, expectText: unifiedRWExpect, set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
 		case "none", "0":
@@ -844,6 +855,7 @@ const (
 	fileServiceExpect = "roundrobin[:N], sequential, random[:N], zipf[:theta[:center]], pareto[:h[:center]], normal[:deviation[:center]] or gauss[:deviation[:center]]"
 	verifyExpect      = "0, md5, crc64, crc32, crc32c, crc32c-intel, crc16, crc7, sha1, sha256, sha512, sha3-224, sha3-256, sha3-384, sha3-512, xxhash, meta or null"
 	unifiedRWExpect   = "none, mixed or both (or 0, 1 or 2)"
+	zoneModeExpect    = "none, strided or zbd"
 )
 
 // setRW parses an rw= value and its optional ":N" modifier. fio's
