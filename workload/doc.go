@@ -30,6 +30,10 @@
 // reject it), runtime/timeout, time_based, ramp_time, startdelay (a time or
 // a range), loops, randseed, randrepeat, norandommap, percentage_random,
 // random_distribution (random, zipf, pareto, normal, zoned, zoned_abs),
+// zonemode (none, and strided with zonesize, zonerange and zoneskip: IO
+// of zonesize bytes in each zone of zonerange bytes, zones zoneskip
+// apart, for one file with uniform random offsets, its zones within the
+// job's region; zbd is rejected),
 // random_generator, rate, rate_iops, rate_min/ratemin, rate_iops_min,
 // rate_cycle/ratecycle, rate_process, io_submit_mode, fallocate (how a
 // file whose first job writes it is set up: JobSpec.Fallocate),
@@ -45,10 +49,10 @@
 // as fio's td_non_fatal_error decides),
 // gtod_reduce, disable_lat, disable_clat, disable_slat, percentile_list
 // (sorted, printed with as many decimals as its most precise value, as
-// fio's), clat_percentiles, unified_rw_reporting (none, mixed or both:
-// the reports sum reads and writes into fio's "mixed" direction instead
-// of, or after, the two),
-// (lat_percentiles and slat_percentiles only as 0), fio's log files
+// fio's), clat_percentiles
+// (lat_percentiles and slat_percentiles only as 0), unified_rw_reporting
+// (none, mixed or both: the reports sum reads and writes into fio's
+// "mixed" direction instead of, or after, the two), fio's log files
 // (write_bw_log, write_lat_log, write_iops_log, write_hist_log,
 // log_avg_msec, log_max_value, log_offset, log_prio, per_job_logs,
 // log_hist_msec, log_hist_coarseness; see Logs below),

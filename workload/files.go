@@ -41,8 +41,11 @@ type jobFile struct {
 	// lastStart is the offset of the last IO per direction (for
 	// rw_sequencer=identical).
 	seq, lastStart [2]int64
-	rmap           randomMap
-	dist           [2]offsetGen
+	// zoneStart is where the current zone of a zonemode=strided job
+	// starts, in the region (fio moves its file_offset instead).
+	zoneStart int64
+	rmap      randomMap
+	dist      [2]offsetGen
 	// hist is the oracle's history of the file, nil if the oracle does
 	// not watch it.
 	hist *fileHistory

@@ -87,12 +87,6 @@ func init() {
 	}
 }
 
-// zoneOptionReason explains why fio's zone geometry options are rejected:
-// they shape zonemode=strided's IO pattern over an ordinary file (or
-// describe a zoned device's zones, zonemode=zbd), neither of which is
-// modelled.
-const zoneOptionReason = "it sets the zones of zonemode=strided (an IO pattern of zonesize bytes in each zonerange, then a jump of zoneskip, over an ordinary file) or of zonemode=zbd (zoned block devices); neither mode is modelled"
-
 // notModelledReasons explain why some fio options are not modelled, by
 // option name or by a prefix ending in '*'.
 var notModelledReasons = map[string]string{
@@ -101,9 +95,6 @@ var notModelledReasons = map[string]string{
 	"write_barrier":         "flushes are not modelled",
 	"pre_read":              "reading the file into the page cache before the job is not modelled",
 	"fadvise_hint":          "fadvise hints (readahead changes) are not modelled",
-	"zonesize":              zoneOptionReason,
-	"zonerange":             zoneOptionReason,
-	"zoneskip":              zoneOptionReason,
 	"flow":                  "fio's token-based flow control between jobs is not modelled",
 	"flow_id":               "fio's token-based flow control between jobs is not modelled",
 	"flow_sleep":            "fio's token-based flow control between jobs is not modelled",

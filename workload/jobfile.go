@@ -678,6 +678,9 @@ func (p *parser) checkJob(js *JobSpec, where map[string]optPos) *ParseError {
 		// fio 3.33's io_uring refuses it when it loads.
 		return errAt("io_submit_mode", notModelled("io_uring can't be used with offloaded submit (fio: use a sync engine)"))
 	}
+	if err := checkStrided(js, errAt); err != nil {
+		return err
+	}
 	if js.FillDevice && nrFiles(js) > 1 {
 		return errAt("nrfiles", notModelled("nrfiles=%d with fill_device is not modelled by blksim (fio grows every file until the device is full; blksim lays files out before the job)", js.NrFiles))
 	}
@@ -815,4 +818,31 @@ func checkBlankValue(v string) error {
 		return nil
 	}
 	return badValue(v, `fio 3.33 reads a value with a blank after "=" as its leading number, %s, dropping %q; remove the blank`, v[:i], v[i:])
+}
+
+// checkStrided checks zonemode=strided's options as fio's fixup_options
+// does (zonesize is required, and is bad input without the mode), and
+// rejects what blksim does not model with it; zonerange defaults to
+// zonesize. errAt places an error at an option.
+func checkStrided(js *JobSpec, errAt func(string, error) *ParseError) *ParseError {
+	if !js.Strided {
+		if js.ZoneSize > 0 {
+			return errAt("zonesize", badValue(strconv.FormatInt(js.ZoneSize, 10), "zonesize needs zonemode=strided (fio: --zonemode=none and --zonesize are not compatible)"))
+		}
+		return nil
+	}
+	switch {
+	case js.ZoneSize <= 0:
+		return errAt("zonemode", badValue("strided", "zonemode=strided needs a zonesize (fio: --zonesize must be specified when using --zonemode=strided)"))
+	case nrFiles(js) > 1:
+		return errAt("zonemode", notModelled("zonemode=strided with several files is not modelled by blksim"))
+	case js.RW.Random() && (js.Distribution[0].Kind != DistRandom || js.Distribution[1].Kind != DistRandom):
+		return errAt("zonemode", notModelled("zonemode=strided with a random_distribution other than random is not modelled by blksim"))
+	case js.RW.Random() && js.RandomGenerator == "lfsr":
+		return errAt("zonemode", notModelled("zonemode=strided with random_generator=lfsr is not modelled by blksim"))
+	}
+	if js.ZoneRange == 0 {
+		js.ZoneRange = js.ZoneSize
+	}
+	return nil
 }

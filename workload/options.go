@@ -175,7 +175,7 @@ var optionTable = []option{
 	}},
 	{name: "size", kind: kindRaw, expectText: sizePercentExpect, set: func(js *JobSpec, v optionValue) error {
 		if strings.HasSuffix(v.Raw, "z") && countDigits(v.Raw) == len(v.Raw)-1 {
-			return notModelled("size %q in zones is not modelled by blksim (zonemode is not modelled)", v.Raw)
+			return notModelled("size %q in zones is not modelled by blksim (zoned block devices, zonemode=zbd, are not modelled)", v.Raw)
 		}
 		n, pct, err := parseSizePercentKB(v.Raw, v.KB())
 		if err != nil {
@@ -610,13 +610,27 @@ var optionTable = []option{
 	{name: "zonemode", kind: kindRaw, expectText: zoneModeExpect, set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {
 		case "none":
-			return nil
+			js.Strided = false
 		case "strided":
-			return notModelled("zonemode=strided is not modelled by blksim: its IO pattern (zonesize bytes of IO in each zonerange of the file, then a jump of zoneskip) is not generated; it needs no zoned device")
+			js.Strided = true
 		case "zbd":
 			return notModelled("zonemode=zbd is not modelled by blksim: zoned block devices are not modelled")
+		default:
+			return badValue(v.Raw, "expected %s", zoneModeExpect)
 		}
-		return badValue(v.Raw, "expected %s", zoneModeExpect)
+		return nil
+	}},
+	{name: "zonesize", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.ZoneSize = v.Int
+		return nil
+	}},
+	{name: "zonerange", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.ZoneRange = v.Int
+		return nil
+	}},
+	{name: "zoneskip", kind: kindSize, set: func(js *JobSpec, v optionValue) error {
+		js.ZoneSkip = v.Int
+		return nil
 	}},
 	{name: "unified_rw_reporting", kind: kindRaw, expectText: unifiedRWExpect, set: func(js *JobSpec, v optionValue) error {
 		switch v.Raw {

@@ -197,6 +197,9 @@ type job struct {
 	// mapUnit is, per direction, the unit of random offsets with the
 	// random map (dirUnit).
 	mapUnit [2]int64
+	// zoneBytes is the bytes of IO in the current zone of a
+	// zonemode=strided job (fio's td->zone_bytes).
+	zoneBytes int64
 
 	// Set when the job starts.
 	statsFrom, deadline sim.Time
@@ -1014,6 +1017,17 @@ func (j *job) checkRegion(lbs int64) error {
 			default:
 				return s.errorf("size", "size %d is smaller than the block size %d", f.regionLen, bs)
 			}
+			if s.Strided && min(s.ZoneRange, f.regionLen) < bs {
+				return s.errorf("zonerange", "zones of %d bytes are smaller than the block size %d", min(s.ZoneRange, f.regionLen), bs)
+			}
+		}
+		if s.Strided {
+			// fio's zones run on to the file's end, past io_size; blksim
+			// keeps a job's IO in its region, so every zone must fit.
+			step := s.ZoneRange + s.ZoneSkip
+			if last := (f.regionLen - 1) / step * step; last+s.ZoneRange > f.regionLen {
+				return s.errorf("zonerange", "the zone at %d (zonerange=%d, zoneskip=%d) runs past the end of the job's %d bytes of file %q; zones past the region are not modelled by blksim", last, s.ZoneRange, s.ZoneSkip, f.regionLen, f.name)
+			}
 		}
 	}
 	return nil
@@ -1041,7 +1055,12 @@ func (j *job) setUp() {
 		}
 		if s.RW.Random() && !s.NoRandomMap && (f.dist[0] == nil || f.dist[1] == nil) {
 			// The random map is a bit per block: only jobs that use it.
-			f.rmap.init(f.regionLen / minBS(s))
+			n := f.regionLen
+			if s.Strided {
+				// fio maps one zone (init_random_map).
+				n = min(n, s.ZoneRange)
+			}
+			f.rmap.init(n / minBS(s))
 		}
 	}
 	if j.multi() {
@@ -1694,11 +1713,49 @@ func splitFits(split []BSSplitEntry, room int64) bool {
 // for nr_files == 1).
 func (j *job) nextOffset(dir blockdev.Op) (off, bs int64, ok bool) {
 	j.ensureLayout()
+	if j.spec.Strided {
+		off, bs = j.stridedOffset(j.cur, dir)
+		return off, bs, true
+	}
 	if off, bs, ok = j.offsetIn(j.cur, dir, !j.spec.TimeBased); ok {
 		return off, bs, true
 	}
 	j.filesDone()
 	return 0, 0, false
+}
+
+// stridedOffset is nextOffset for a zonemode=strided job, as fio's
+// setup_strided_zone_mode and get_next_offset: once zonesize bytes have
+// gone to the current zone, the next zone starts zonerange + zoneskip
+// further on (at the region's start again past its end) and the
+// direction's sequential position moves to it; a sequential position at
+// the zone's end goes back to its start; and whenever the zone's bytes
+// are a multiple of zonerange the file starts over within the zone
+// (positions and random map). The offset and size are then offsetIn's
+// over the zone, never used up. Unlike fio, whose zones run on to the
+// file's end, the zones stay within the job's region (checkRegion).
+func (j *job) stridedOffset(f *jobFile, dir blockdev.Op) (off, bs int64) {
+	s := j.spec
+	if j.zoneBytes >= s.ZoneSize {
+		j.zoneBytes = 0
+		f.zoneStart += s.ZoneRange + s.ZoneSkip
+		if f.zoneStart >= f.regionLen {
+			f.zoneStart = 0
+		}
+		f.seq[dir] = 0
+	}
+	if f.seq[dir] >= s.ZoneRange {
+		f.seq[dir] = 0
+	}
+	if j.zoneBytes%s.ZoneRange == 0 {
+		f.reset()
+	}
+	whole := f.regionLen
+	f.regionLen = min(s.ZoneRange, whole-f.zoneStart)
+	off, bs, _ = j.offsetIn(f, dir, false)
+	f.regionLen = whole
+	j.zoneBytes += bs
+	return f.zoneStart + off, bs
 }
 
 // offsetIn returns the offset in f's region and the size of the next IO

@@ -181,6 +181,15 @@ type JobSpec struct {
 	// writes apart, 1 (mixed) reports them summed as one "mixed"
 	// direction, 2 (both) reports them apart and then summed.
 	UnifiedRW int
+	// Strided is fio's zonemode=strided: the job's IO goes to zones of
+	// ZoneRange bytes (zonerange; zonesize if not given), ZoneSize bytes
+	// of IO (zonesize) in each before it moves on to the next zone,
+	// ZoneRange + ZoneSkip (zoneskip) further into the file, starting
+	// over at the region's start past its end. Within a zone the IO is
+	// sequential or random as usual, over the zone. ZoneSize without
+	// Strided is bad input, as in fio (zonemode=none).
+	Strided                       bool
+	ZoneSize, ZoneRange, ZoneSkip int64
 	// Percentiles is fio's percentile_list: the percentiles the reports
 	// show, ascending (nil: fio's default list); PercentilePrecision the
 	// decimals they are printed with, the most any value was written
