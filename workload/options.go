@@ -510,24 +510,9 @@ var optionTable = []option{
 	}},
 	// How many entries fio allocates at first: the logs do not change.
 	{name: "log_entries", kind: kindInt, min: 1024, max: 1 << 20, set: func(*JobSpec, optionValue) error { return nil }},
-	{name: "log_store_compressed", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
-		if v.Bool {
-			return notModelled("log_store_compressed=1 is not modelled by blksim: it writes its logs as text, not as fio's compressed .fz files")
-		}
-		return nil
-	}},
-	{name: "log_unix_epoch", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
-		if v.Bool {
-			return notModelled("log_unix_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")
-		}
-		return nil
-	}},
-	{name: "log_alternate_epoch", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
-		if v.Bool {
-			return notModelled("log_alternate_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")
-		}
-		return nil
-	}},
+	{name: "log_store_compressed", kind: kindBool, set: rejectTrue("log_store_compressed=1 is not modelled by blksim: it writes its logs as text, not as fio's compressed .fz files")},
+	{name: "log_unix_epoch", kind: kindBool, set: rejectTrue("log_unix_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")},
+	{name: "log_alternate_epoch", kind: kindBool, set: rejectTrue("log_alternate_epoch=1 is not modelled by blksim: simulated time has no wall-clock epoch, so log times count from the job's start")},
 	// Only read with log_unix_epoch or log_alternate_epoch, which blksim
 	// rejects.
 	{name: "log_alternate_epoch_clock_id", kind: kindInt, min: 0, max: math.MaxUint32, set: func(*JobSpec, optionValue) error { return nil }},
@@ -649,18 +634,8 @@ var optionTable = []option{
 		js.NoClatPercentiles = !v.Bool
 		return nil
 	}},
-	{name: "lat_percentiles", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
-		if v.Bool {
-			return notModelled("lat_percentiles=1 is not modelled by blksim (its reports have completion latency percentiles only)")
-		}
-		return nil
-	}},
-	{name: "slat_percentiles", kind: kindBool, set: func(js *JobSpec, v optionValue) error {
-		if v.Bool {
-			return notModelled("slat_percentiles=1 is not modelled by blksim (its reports have completion latency percentiles only)")
-		}
-		return nil
-	}},
+	{name: "lat_percentiles", kind: kindBool, set: rejectTrue("lat_percentiles=1 is not modelled by blksim (its reports have completion latency percentiles only)")},
+	{name: "slat_percentiles", kind: kindBool, set: rejectTrue("slat_percentiles=1 is not modelled by blksim (its reports have completion latency percentiles only)")},
 	// The simulation has one clock, whichever fio would read; the cost of
 	// reading it is in the stack's per-IO application time.
 	{name: "clocksource", kind: kindRaw, expectText: "gettimeofday, clock_gettime or cpu", set: func(js *JobSpec, v optionValue) error {
@@ -1393,4 +1368,16 @@ func parseZones(raw, list string, kb int64, abs bool) (Distribution, error) {
 		d.Zones[i] = z
 	}
 	return d, nil
+}
+
+// rejectTrue is the setter of a boolean option blksim does not model when
+// it is on: true fails with msg (notModelled), false is fio's default and
+// changes nothing.
+func rejectTrue(msg string) func(*JobSpec, optionValue) error {
+	return func(_ *JobSpec, v optionValue) error {
+		if v.Bool {
+			return notModelled("%s", msg)
+		}
+		return nil
+	}
 }
