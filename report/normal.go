@@ -103,7 +103,9 @@ func WriteNormalResults(w io.Writer, r *workload.Result, opt Options) error {
 	for gi := range r.Groups {
 		agg := groupAgg(&r.Groups[gi])
 		for ji := range r.Groups[gi].Jobs {
-			writeJobNormal(b, &r.Groups[gi].Jobs[ji], agg)
+			if !r.Groups[gi].Jobs[ji].SetupFailed {
+				writeJobNormal(b, &r.Groups[gi].Jobs[ji], agg)
+			}
 		}
 	}
 	for gi := range r.Groups {
@@ -223,7 +225,9 @@ func writeStarting(b *bufio.Writer, r *workload.Result) {
 	}
 	slices.SortStableFunc(failed, func(a, b *workload.JobResult) int { return cmp.Compare(a.Ended, b.Ended) })
 	for _, j := range failed {
-		fmt.Fprintf(b, "fio: pid=%d, err=%d/%s\n", j.JobID, j.Error, j.ErrorMsg)
+		if !j.SetupFailed { // fio's parent prints those on stderr (ErrorLog)
+			fmt.Fprintf(b, "fio: pid=%d, err=%d/%s\n", j.JobID, j.Error, j.ErrorMsg)
+		}
 	}
 }
 

@@ -148,7 +148,9 @@ func TestRunSizePercentOfNewFile(t *testing.T) {
 			}
 			assert.Equal(t, int(syscall.EINVAL), jobs[0].Error)
 			assert.Equal(t, "file:filesetup.c:1155, func=total_file_size, error=Invalid argument", jobs[0].ErrorMsg)
-			assert.Equal(t, []string{"j: you need to specify size="}, jobs[0].ErrorLog)
+			assert.True(t, jobs[0].SetupFailed, "failed in fio's parent")
+			assert.Equal(t, []string{"j: you need to specify size=",
+				"fio: pid=0, err=22/file:filesetup.c:1155, func=total_file_size, error=Invalid argument"}, jobs[0].ErrorLog)
 			assert.False(t, fileExists(t, st.FS, "j.0.0"), "the failed job's file is not made")
 		})
 	}

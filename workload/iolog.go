@@ -561,7 +561,7 @@ func (l *jobLogs) perIO(log *IOLog) bool {
 func (r *runState) collectLogs() []*IOLog {
 	var out []*IOLog
 	for _, j := range r.endOrder {
-		if j.logs == nil {
+		if j.logs == nil || j.res.SetupFailed {
 			continue
 		}
 		for _, log := range j.logs.all {
@@ -571,7 +571,7 @@ func (r *runState) collectLogs() []*IOLog {
 		}
 	}
 	for _, j := range r.jobs {
-		if j.logs == nil {
+		if j.logs == nil || j.res.SetupFailed {
 			continue
 		}
 		for _, log := range j.logs.all {

@@ -333,6 +333,13 @@ type JobResult struct {
 	// "file:io_u.c:1876, func=io_u error, error=Input/output error".
 	Error    int
 	ErrorMsg string
+	// SetupFailed says the job failed in fio's parent process while its
+	// files were set up (a layout without room, a size fio cannot work
+	// out): it never ran, so fio 3.33 prints on stderr why (ErrorLog's
+	// first line) and its error line with pid 0 (ErrorLog's second), no
+	// report block (as for any job that did no IO) and no logs; its JSON
+	// and terse entries remain.
+	SetupFailed bool
 	// ErrorLog holds the lines fio prints on stderr about the job's IO
 	// errors (io_u_log_error: "fio: io_u error on file F: Input/output
 	// error: write offset=N, buflen=M"), in the order they happened.

@@ -625,7 +625,7 @@ func (j *job) layout(devCap int64) error {
 		// is not made.
 		j.setupErrno = syscall.EINVAL
 		j.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=total_file_size, error=%s", fioTotalSizeLine, Strerror(int(syscall.EINVAL)))
-		j.res.ErrorLog = append(j.res.ErrorLog, s.Name+": you need to specify size=")
+		j.parentFailed(s.Name + ": you need to specify size=")
 		return nil
 	case s.SizePercent != 0:
 		size = mulDiv(fileTotal, int64(s.SizePercent), 100) / unit * unit
@@ -917,10 +917,19 @@ func (r *runState) failNoSpace(name string) {
 		j.setupErrno = syscall.ENOSPC
 		if usesDir(j.spec, blockdev.OpRead) {
 			j.setupErr = fmt.Sprintf("file:filesetup.c:%d, func=write, error=%s", fioLayoutWriteLine, msg)
+			j.parentFailed("fio: ENOSPC on laying out file, stopping")
 		} else {
 			j.setupErr = fmt.Sprintf("file:io_u.c:%d, func=io_u error, error=%s", fioIOUErrorLine, msg)
 		}
 	}
+}
+
+// parentFailed marks j's setup error (setupErrno, setupErr) as one fio's
+// parent process meets: why, then the error line with pid 0, on stderr.
+func (j *job) parentFailed(why string) {
+	j.res.SetupFailed = true
+	j.res.ErrorLog = append(j.res.ErrorLog, why,
+		fmt.Sprintf("fio: pid=0, err=%d/%s", int(j.setupErrno), j.setupErr))
 }
 
 // fioFallocateLine is the filesetup.c line fio 3.33 names when

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,4 +151,18 @@ func TestRunDirectFileWithoutRoom(t *testing.T) {
 	assert.Equal(t, uint64(1024), jobs[0].Read.TotalIOs)
 	assert.Equal(t, 28, jobs[1].Error)
 	assert.Zero(t, jobs[1].Read.TotalIOs)
+
+	// As fio 3.33 (a 64 MiB loop-mounted ext4): the layout fails in the
+	// parent, whose two lines go to stderr with pid 0; the job did no IO,
+	// so it has no report block and writes no logs.
+	dir := t.TempDir()
+	logged := writeFile(t, "nospc-log.fio", "[global]\ndirect=1\nbs=4k\nrw=randread\nwrite_lat_log="+filepath.Join(dir, "el")+"\n[small]\nfilename=a\nsize=4m\n[huge]\nfilename=b\nsize=200m\n")
+	r = runCLI(t, deterministic, "run", "--set", "device.capacity=64m", logged)
+	require.Equal(t, exitFailed, r.status, r.stderr)
+	assert.Contains(t, r.stderr, "fio: ENOSPC on laying out file, stopping\nfio: pid=0, err=28/file:filesetup.c:240, func=write, error=No space left on device\n")
+	assert.Contains(t, r.stdout, "\nsmall: (groupid=0")
+	assert.NotContains(t, r.stdout, "\nhuge: (groupid=0")
+	assert.NotContains(t, r.stdout, "fio: pid=")
+	assert.FileExists(t, filepath.Join(dir, "el_lat.1.log"))
+	assert.NoFileExists(t, filepath.Join(dir, "el_lat.2.log"))
 }
