@@ -117,15 +117,10 @@ func TestParseFileOptionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			_, err := Parse("e.fio", strings.NewReader("[j]\n"+tt.src+"\n"), noEnv)
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.ErrorIs(t, err, tt.kind)
+			pe := requireOptionError(t, tt.src, tt.kind, tt.opt, tt.msg)
 			assert.Equal(t, "e.fio", pe.File)
 			assert.Equal(t, tt.line, pe.Line)
-			assert.Equal(t, tt.opt, pe.Option)
-			assert.Contains(t, err.Error(), tt.msg)
-			assert.True(t, strings.HasPrefix(err.Error(), "e.fio:"), err.Error())
+			assert.True(t, strings.HasPrefix(pe.Error(), "e.fio:"), pe.Error())
 		})
 	}
 	// fill_device with one file still parses.

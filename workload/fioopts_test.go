@@ -404,13 +404,8 @@ func TestParseNewOptionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			_, err := Parse("e.fio", strings.NewReader("[j]\n"+tt.src+"\n"), noEnv)
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.ErrorIs(t, err, tt.kind)
+			pe := requireOptionError(t, tt.src, tt.kind, tt.opt, tt.msg)
 			assert.Equal(t, 2, pe.Line)
-			assert.Equal(t, tt.opt, pe.Option)
-			assert.Contains(t, err.Error(), tt.msg)
 		})
 	}
 	// wait_for names an earlier job, as fio requires.

@@ -70,13 +70,8 @@ func TestParseLogOptions(t *testing.T) {
 		{"log_compression_cpus=0", ErrUnknownOption, "log_compression_cpus", "CPU affinity"},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			_, err := Parse("e.fio", strings.NewReader("[j]\n"+tc.src+"\n"), noEnv)
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.ErrorIs(t, err, tc.kind)
+			pe := requireOptionError(t, tc.src, tc.kind, tc.opt, tc.msg)
 			assert.Equal(t, 2, pe.Line)
-			assert.Equal(t, tc.opt, pe.Option)
-			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
 }

@@ -15,6 +15,20 @@ import (
 // noEnv is an env lookup with no variables.
 func noEnv(string) (string, bool) { return "", false }
 
+// requireOptionError parses a job "j" whose section holds src (from line
+// 2 of "e.fio") and requires a *ParseError of kind naming option opt
+// whose text contains msg; it returns the error for further checks.
+func requireOptionError(t *testing.T, src string, kind error, opt, msg string) *ParseError {
+	t.Helper()
+	_, err := Parse("e.fio", strings.NewReader("[j]\n"+src+"\n"), noEnv)
+	var pe *ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.ErrorIs(t, err, kind)
+	assert.Equal(t, opt, pe.Option)
+	assert.Contains(t, err.Error(), msg)
+	return pe
+}
+
 // mapEnv returns an env lookup over m.
 func mapEnv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) {

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -57,13 +56,8 @@ func TestParseStatOptions(t *testing.T) {
 		{"lockmem=1g", ErrUnknownOption, "lockmem", "page cache"},
 	} {
 		t.Run(tc.src, func(t *testing.T) {
-			_, err := Parse("e.fio", strings.NewReader("[j]\n"+tc.src+"\n"), noEnv)
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.ErrorIs(t, err, tc.kind)
+			pe := requireOptionError(t, tc.src, tc.kind, tc.opt, tc.msg)
 			assert.Equal(t, 2, pe.Line)
-			assert.Equal(t, tc.opt, pe.Option)
-			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/blksim/blksim/blockdev"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,12 +32,7 @@ func TestZoneModeOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
-			_, err := Parse("e.fio", strings.NewReader("[j]\n"+tt.src+"\n"), noEnv)
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.ErrorIs(t, err, tt.kind)
-			assert.Equal(t, tt.opt, pe.Option)
-			assert.Contains(t, err.Error(), tt.msg)
+			requireOptionError(t, tt.src, tt.kind, tt.opt, tt.msg)
 		})
 	}
 	js := parseOne(t, "[j]\nzonemode=strided\nzonesize=64k\n")

@@ -510,6 +510,19 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// categories returns the trace categories of the records (not the notes)
+// of CPU 0's file in dir.
+func categories(t *testing.T, dir string) []uint32 {
+	t.Helper()
+	var cats []uint32
+	for _, r := range decodeCPU(t, dir, 0) {
+		if !r.IsNote() {
+			cats = append(cats, r.Categories())
+		}
+	}
+	return cats
+}
+
 // A flush (REQ_PREFLUSH, no data) carries BLK_TC_FLUSH, which blkparse
 // prints as the "F" of "FWS".
 func TestWriterFlushCategory(t *testing.T) {
@@ -517,17 +530,10 @@ func TestWriterFlushCategory(t *testing.T) {
 	q.Sync, q.Flush = true, true
 	c := ev(900, blockdev.TraceComplete, W, 0, 0, 0, "", 0)
 	c.Sync, c.Flush = true, true
-	dir := trace(t, q, c)
-	var cats []uint32
-	for _, r := range decodeCPU(t, dir, 0) {
-		if !r.IsNote() {
-			cats = append(cats, r.Categories())
-		}
-	}
 	assert.Equal(t, []uint32{
 		blktrace.CatQueue | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush,
 		blktrace.CatComplete | blktrace.CatFS | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush,
-	}, cats)
+	}, categories(t, trace(t, q, c)))
 }
 
 // A journal commit block (REQ_PREFLUSH|REQ_FUA|REQ_META|REQ_SYNC) carries
@@ -537,15 +543,8 @@ func TestWriterFUAAndMetaCategories(t *testing.T) {
 	q.Sync, q.Flush, q.FUA, q.Meta = true, true, true, true
 	d := ev(200, blockdev.TraceIssue, W, 64, 4096, 10, "jbd2/sda-8", 0)
 	d.Sync, d.Meta = true, true
-	dir := trace(t, q, d)
-	var cats []uint32
-	for _, r := range decodeCPU(t, dir, 0) {
-		if !r.IsNote() {
-			cats = append(cats, r.Categories())
-		}
-	}
 	assert.Equal(t, []uint32{
 		blktrace.CatQueue | blktrace.CatWrite | blktrace.CatSync | blktrace.CatFlush | blktrace.CatFUA | blktrace.CatMeta,
 		blktrace.CatIssue | blktrace.CatFS | blktrace.CatWrite | blktrace.CatSync | blktrace.CatMeta,
-	}, cats)
+	}, categories(t, trace(t, q, d)))
 }
